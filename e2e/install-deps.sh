@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs the system packages the test suite needs, idempotently (Debian).
+set -euo pipefail
+need=()
+for pkg in redis-server redis-tools; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}"
+fi
+# Debian starts a redis-server service on install; the tests start their own on ephemeral ports.
