@@ -1,1 +1,33 @@
-//! placeholder
+//! Cairn's storage engine: the sharded keyspace, value types and expiry.
+//! It has no sockets and no async runtime, so it can be embedded in-process.
+//!
+//! # Layout
+//!
+//! - [`keyspace`]: [`Keyspace`], a power-of-two number of shards, each behind
+//!   its own lock; keys map to shards by a fixed hash. Multi-shard operations
+//!   lock in ascending shard order, so they cannot deadlock.
+//! - [`table`]: [`Table`], one database's keys inside one shard, with its
+//!   expiry index. Every mutation of stored data goes through its methods
+//!   (the hook the write-ahead log attaches to).
+//! - [`value`]: [`Value`] and [`StrValue`], the stored value types, and how
+//!   they report Redis's `OBJECT ENCODING`.
+//! - [`entry`]: [`Entry`], a value with its absolute expiry and access clock.
+//! - [`clock`]: wall-clock milliseconds and the coarse access clock.
+//! - [`number`]: strict integer and float parsing/formatting with Redis's rules.
+//! - [`glob`]: Redis's glob matcher (KEYS, SCAN MATCH, CONFIG GET).
+
+pub mod clock;
+pub mod entry;
+pub mod glob;
+pub mod keyspace;
+pub mod number;
+pub mod table;
+pub mod value;
+
+pub use entry::Entry;
+pub use keyspace::{Keyspace, ShardGuard};
+pub use table::Table;
+pub use value::{StrValue, Value};
+
+/// Keys are owned byte strings.
+pub type Key = Box<[u8]>;

@@ -10,10 +10,10 @@
 //! - [`reply`]: [`ReplyWriter`], which encodes replies straight into the
 //!   connection's output buffer as RESP2 or RESP3.
 //! - [`limits`]: the protocol limits (bulk length, multibulk length, inline size).
-//! - [`number`]: strict integer and float parsing/formatting with Redis's rules.
+//! - `number` (re-exported from the engine): Redis's number rules.
 
 pub mod limits;
-pub mod number;
+pub use cairn_engine::number;
 pub mod reply;
 pub mod request;
 

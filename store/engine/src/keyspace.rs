@@ -1,0 +1,239 @@
+//! The sharded keyspace.
+//!
+//! Keys are spread over a power-of-two number of shards by a fixed hash; a
+//! shard holds one [`Table`] per database and sits behind its own mutex, so
+//! commands on different keys rarely contend and no lock covers the whole
+//! keyspace on the hot path. Operations that span shards take their locks in
+//! ascending shard order ([`Keyspace::lock_shards`]), which rules out deadlock.
+
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use parking_lot::{Mutex, MutexGuard};
+
+use crate::table::Table;
+
+/// Default number of shards: far above the core count, so two workers rarely
+/// meet on one lock.
+pub const DEFAULT_SHARDS: usize = 256;
+
+/// One shard: a table per database.
+#[derive(Debug)]
+pub struct Shard {
+    dbs: Box<[Table]>,
+}
+
+impl Shard {
+    /// The table of database `db`.
+    pub fn db(&mut self, db: usize) -> &mut Table {
+        &mut self.dbs[db]
+    }
+
+    /// The table of database `db`, read-only.
+    pub fn db_ref(&self, db: usize) -> &Table {
+        &self.dbs[db]
+    }
+
+    /// Exchanges two databases' tables (SWAPDB).
+    pub fn swap_dbs(&mut self, a: usize, b: usize) {
+        self.dbs.swap(a, b);
+    }
+}
+
+/// A held shard lock.
+pub type ShardGuard<'a> = MutexGuard<'a, Shard>;
+
+#[repr(align(128))]
+#[derive(Debug)]
+struct Padded(Mutex<Shard>);
+
+/// All databases, split into shards.
+#[derive(Debug)]
+pub struct Keyspace {
+    shards: Box<[Padded]>,
+    mask: usize,
+    num_dbs: usize,
+    hasher: foldhash::fast::FixedState,
+    active_expire: AtomicBool,
+}
+
+impl Keyspace {
+    /// A keyspace with `num_dbs` databases over `num_shards` shards (rounded
+    /// up to a power of two).
+    pub fn new(num_dbs: usize, num_shards: usize) -> Self {
+        let num_shards = num_shards.max(1).next_power_of_two();
+        let shards = (0..num_shards)
+            .map(|_| Padded(Mutex::new(Shard { dbs: (0..num_dbs).map(|_| Table::default()).collect() })))
+            .collect();
+        Keyspace {
+            shards,
+            mask: num_shards - 1,
+            num_dbs,
+            hasher: foldhash::fast::FixedState::with_seed(0x6361_6972_6e21),
+            active_expire: AtomicBool::new(true),
+        }
+    }
+
+    pub fn num_dbs(&self) -> usize {
+        self.num_dbs
+    }
+
+    pub fn num_shards(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// The shard a key lives in.
+    pub fn shard_of(&self, key: &[u8]) -> usize {
+        let mut h = self.hasher.build_hasher();
+        h.write(key);
+        (h.finish() >> 40) as usize & self.mask
+    }
+
+    /// Locks shard `index`.
+    pub fn lock(&self, index: usize) -> ShardGuard<'_> {
+        self.shards[index].0.lock()
+    }
+
+    /// Locks the shard of `key`.
+    pub fn lock_key(&self, key: &[u8]) -> ShardGuard<'_> {
+        self.lock(self.shard_of(key))
+    }
+
+    /// Locks the shards of all `keys` in ascending order (each once).
+    pub fn lock_keys<'k>(&self, keys: impl IntoIterator<Item = &'k [u8]>) -> MultiGuard<'_> {
+        let mut indexes: Vec<usize> = keys.into_iter().map(|k| self.shard_of(k)).collect();
+        indexes.sort_unstable();
+        indexes.dedup();
+        self.lock_shards(indexes)
+    }
+
+    /// Locks the given shards, which must be sorted and distinct.
+    pub fn lock_shards(&self, indexes: Vec<usize>) -> MultiGuard<'_> {
+        debug_assert!(indexes.windows(2).all(|w| w[0] < w[1]), "shard locks out of order");
+        let guards = indexes.iter().map(|&i| self.lock(i)).collect();
+        MultiGuard { keyspace: self, indexes, guards }
+    }
+
+    /// Locks every shard (FLUSHALL, SWAPDB, consistent snapshots).
+    pub fn lock_all(&self) -> MultiGuard<'_> {
+        self.lock_shards((0..self.shards.len()).collect())
+    }
+
+    /// Whether active expiry runs (DEBUG SET-ACTIVE-EXPIRE).
+    pub fn active_expire_enabled(&self) -> bool {
+        self.active_expire.load(Ordering::Relaxed)
+    }
+
+    pub fn set_active_expire(&self, enabled: bool) {
+        self.active_expire.store(enabled, Ordering::Relaxed);
+    }
+
+    /// One active-expiry pass over the shards `first, first + stride, ...`:
+    /// deletes at most `budget_per_shard` due keys per shard and database.
+    pub fn expire_cycle(&self, first: usize, stride: usize, now_ms: u64, budget_per_shard: usize) -> usize {
+        if !self.active_expire_enabled() {
+            return 0;
+        }
+        let mut removed = 0;
+        let mut index = first;
+        while index < self.shards.len() {
+            let mut shard = self.lock(index);
+            for table in shard.dbs.iter_mut() {
+                if table.expires_len() > 0 {
+                    removed += table.expire_due(now_ms, budget_per_shard);
+                }
+            }
+            drop(shard);
+            index += stride.max(1);
+        }
+        removed
+    }
+
+    /// Number of keys in database `db`, and how many of them have an expiry.
+    pub fn db_size(&self, db: usize) -> (usize, usize) {
+        let mut keys = 0;
+        let mut expires = 0;
+        for i in 0..self.shards.len() {
+            let shard = self.lock(i);
+            keys += shard.dbs[db].len();
+            expires += shard.dbs[db].expires_len();
+        }
+        (keys, expires)
+    }
+}
+
+/// Several shard locks held at once, in ascending order.
+#[derive(Debug)]
+pub struct MultiGuard<'a> {
+    keyspace: &'a Keyspace,
+    indexes: Vec<usize>,
+    guards: Vec<ShardGuard<'a>>,
+}
+
+impl MultiGuard<'_> {
+    /// The table of database `db` that holds `key`. The key's shard must be locked.
+    pub fn table(&mut self, db: usize, key: &[u8]) -> &mut Table {
+        let shard = self.keyspace.shard_of(key);
+        let pos = self.indexes.binary_search(&shard).unwrap_or_else(|_| panic!("shard {shard} is not locked"));
+        self.guards[pos].db(db)
+    }
+
+    /// Calls `f` on every locked shard, in order.
+    pub fn for_each_shard(&mut self, mut f: impl FnMut(&mut Shard)) {
+        for guard in self.guards.iter_mut() {
+            f(guard);
+        }
+    }
+
+    /// The locked shard with position `pos` among the locked ones.
+    pub fn shard_at(&mut self, pos: usize) -> &mut Shard {
+        &mut self.guards[pos]
+    }
+
+    pub fn len(&self) -> usize {
+        self.guards.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.guards.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::Value;
+
+    #[test]
+    fn multi_key_locks_reach_every_key() {
+        let ks = Keyspace::new(16, 64);
+        let keys: Vec<Vec<u8>> = (0..100).map(|i| format!("k{i}").into_bytes()).collect();
+        let mut guard = ks.lock_keys(keys.iter().map(|k| k.as_slice()));
+        for k in &keys {
+            guard.table(3, k).insert(k, Value::from_bytes(b"v"), 0, 0);
+        }
+        drop(guard);
+        assert_eq!(ks.db_size(3), (100, 0));
+        assert_eq!(ks.db_size(0), (0, 0));
+    }
+
+    #[test]
+    fn concurrent_writers_on_many_shards() {
+        let ks = std::sync::Arc::new(Keyspace::new(1, 256));
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let ks = ks.clone();
+                std::thread::spawn(move || {
+                    for i in 0..1000 {
+                        let key = format!("t{t}:{i}");
+                        ks.lock_key(key.as_bytes()).db(0).insert(key.as_bytes(), Value::from_bytes(b"x"), 0, 0);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().expect("writer thread");
+        }
+        assert_eq!(ks.db_size(0).0, 4000);
+    }
+}

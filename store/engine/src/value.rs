@@ -1,0 +1,132 @@
+//! Stored values.
+
+/// Longest string Redis stores as `embstr`.
+const EMBSTR_MAX_LEN: usize = 44;
+
+/// A value of any type. More types arrive with their own issue; code that
+/// matches on `Value` answers WRONGTYPE for the others.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Str(StrValue),
+}
+
+impl Value {
+    /// The name TYPE reports.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Str(_) => "string",
+        }
+    }
+
+    /// The name OBJECT ENCODING reports.
+    pub fn encoding(&self) -> &'static str {
+        match self {
+            Value::Str(s) => s.encoding(),
+        }
+    }
+
+    /// A rough count of heap bytes, for INFO memory and MEMORY USAGE.
+    pub fn heap_bytes(&self) -> usize {
+        match self {
+            Value::Str(StrValue::Int(_)) => 0,
+            Value::Str(StrValue::Bytes { data, .. }) => data.capacity(),
+        }
+    }
+
+    pub fn from_bytes(data: &[u8]) -> Value {
+        Value::Str(StrValue::from_bytes(data))
+    }
+}
+
+/// A string value: an integer when it reads as one (as Redis's `int`
+/// encoding), otherwise bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StrValue {
+    Int(i64),
+    Bytes {
+        data: Vec<u8>,
+        /// Modified in place (APPEND, SETRANGE, SETBIT): Redis reports `raw`.
+        raw: bool,
+    },
+}
+
+impl StrValue {
+    /// Stores `data` as an integer when Redis would (canonical decimal, fits i64).
+    pub fn from_bytes(data: &[u8]) -> StrValue {
+        if data.len() <= 20 {
+            if let Some(n) = crate::number::parse_i64(data) {
+                return StrValue::Int(n);
+            }
+        }
+        StrValue::Bytes { data: data.to_vec(), raw: false }
+    }
+
+    pub fn encoding(&self) -> &'static str {
+        match self {
+            StrValue::Int(_) => "int",
+            StrValue::Bytes { data, raw } if !raw && data.len() <= EMBSTR_MAX_LEN => "embstr",
+            StrValue::Bytes { .. } => "raw",
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            StrValue::Int(n) => itoa::Buffer::new().format(*n).len(),
+            StrValue::Bytes { data, .. } => data.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Calls `f` with the bytes of the value (integers formatted on the stack).
+    pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        match self {
+            StrValue::Int(n) => f(itoa::Buffer::new().format(*n).as_bytes()),
+            StrValue::Bytes { data, .. } => f(data),
+        }
+    }
+
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.with_bytes(|b| b.to_vec())
+    }
+
+    /// The value as bytes that can be modified in place; marks it `raw`.
+    pub fn make_raw(&mut self) -> &mut Vec<u8> {
+        if let StrValue::Int(n) = self {
+            *self = StrValue::Bytes { data: itoa::Buffer::new().format(*n).as_bytes().to_vec(), raw: true };
+        }
+        match self {
+            StrValue::Bytes { data, raw } => {
+                *raw = true;
+                data
+            }
+            StrValue::Int(_) => unreachable!("converted above"),
+        }
+    }
+
+    /// The value as an integer, if it reads as one.
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            StrValue::Int(n) => Some(*n),
+            StrValue::Bytes { data, .. } => crate::number::parse_i64(data),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encodings() {
+        assert_eq!(StrValue::from_bytes(b"123").encoding(), "int");
+        assert_eq!(StrValue::from_bytes(b"0123").encoding(), "embstr");
+        assert_eq!(StrValue::from_bytes(&[b'a'; 45]).encoding(), "raw");
+        let mut v = StrValue::from_bytes(b"12");
+        v.make_raw().push(b'3');
+        assert_eq!(v.encoding(), "raw");
+        assert_eq!(v.as_i64(), Some(123));
+    }
+}
