@@ -71,8 +71,10 @@ ensure_deb_src() {
 }
 
 download_and_unpack() {
-  local work="$CACHE/download"
-  rm -rf "$work" && mkdir -p "$work"
+  local work
+  work="$(mktemp -d)"
+  # apt downloads as the _apt user when it can; let it write there.
+  [ "$(id -u)" -ne 0 ] || ! id _apt >/dev/null 2>&1 || chown _apt "$work"
   log "downloading the redis source package"
   if ! (cd "$work" && apt-get source --download-only -qq redis >&2); then
     log "retrying after apt-get update"   # a deb-src entry whose indices were never fetched
@@ -85,7 +87,7 @@ download_and_unpack() {
   rm -rf "$TREE"
   dpkg-source --no-check -x "$dsc" "$TREE" >&2
   chmod +x "$TREE/runtest"
-  rm -rf "$work"
+  rm -rf "$work" "$CACHE"/redis_*.orig.tar.*
 }
 
 main() {
