@@ -150,10 +150,7 @@ impl Table {
 
     /// Approximate bytes used by keys and values.
     pub fn memory_bytes(&self) -> usize {
-        self.map
-            .iter()
-            .map(|(k, e)| k.len() + e.value.heap_bytes() + std::mem::size_of::<Entry>() + 16)
-            .sum()
+        self.map.iter().map(|(k, e)| k.len() + e.value.heap_bytes() + std::mem::size_of::<Entry>() + 16).sum()
     }
 }
 

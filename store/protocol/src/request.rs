@@ -225,11 +225,7 @@ fn split_one(line: &[u8], mut i: usize, current: &mut Vec<u8>) -> Result<usize, 
     let mut mode = Mode::Plain;
     loop {
         let Some(&c) = line.get(i) else {
-            return if mode == Mode::Plain {
-                Ok(i)
-            } else {
-                Err(ParseError::UnbalancedQuotes)
-            };
+            return if mode == Mode::Plain { Ok(i) } else { Err(ParseError::UnbalancedQuotes) };
         };
         match mode {
             Mode::Double => {
