@@ -253,9 +253,11 @@ def exception_context(lines: list[str]) -> tuple[str, str]:
     """(test name, innermost command) of an exception, read from the Tcl stack trace after it."""
     text = "\n".join(lines)
     test = re.search(r'invoked from within\n"test (\{[^}\n]*\}|"[^"\n]*"|\S+)', text)
-    command = re.search(r'invoked from within\n"([^\n]*)"', text)
+    commands = re.findall(r'(?:while executing|invoked from within)\n"([^\n]*)"', text)
+    # The innermost command the test itself issued (`r ...`), else the innermost of all.
+    issued = [c for c in commands if re.match(r"(r|\$r|\$rd|\$\w+) ", c)] or commands or ["?"]
     name = test.group(1).strip('{}"') if test else "(outside any test)"
-    return name, command.group(1) if command else "?"
+    return name, issued[0]
 
 
 def parse_runtest_output(unit: str, output: str) -> UnitResult:
@@ -314,7 +316,12 @@ def note_abnormal_end(result: UnitResult, server: Server, timed_out: bool) -> No
     """A killed runtest or a dead server counts as an exception for the rest of the unit."""
     code = server.exit_code()
     if code is not None:
-        result.add_exception("server crashed", f"{server.kind} exited with {code}: {server.log_tail(5)}")
+        crash = f"{server.kind} exited with {code}; log tail: {server.log_tail(5)!r}"
+        if result.exceptions:
+            name, error = result.failures[-1]
+            result.failures[-1] = (name, f"{error}; {crash}")
+        else:
+            result.add_exception("server crashed", crash)
     elif timed_out:
         result.add_exception("unit time limit", "runtest killed after its wall-clock limit")
     elif not result.completed and result.exceptions == 0:
