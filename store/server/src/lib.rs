@@ -1,1 +1,113 @@
-//! placeholder
+//! The `cairn` server: configuration, per-core workers, listeners, the
+//! connection loop and the command table, over the engine's keyspace.
+//!
+//! # Layout
+//!
+//! - [`config`]: flags, `CAIRN_*` environment variables and the TOML file,
+//!   resolved into [`Config`]; [`config_params`]: what CONFIG GET/SET see.
+//! - [`cpus`]: CPU lists and the affinity mask (one worker per allowed CPU).
+//! - [`listener`]: SO_REUSEPORT listeners, one per worker.
+//! - [`worker`]: a pinned thread with a single-threaded tokio event loop that
+//!   accepts connections and runs active expiry for its share of the shards.
+//! - [`connection`]: one client: read a batch, execute it, one write.
+//! - [`commands`]: the command table, the dispatcher, one file per family.
+//! - [`client`]: per-connection state and the registry CLIENT LIST reads.
+//! - [`server`]: the state all workers share; [`stats`]: per-worker counters.
+//! - [`shutdown`]: the signal that stops every worker.
+//!
+//! Tests start a server in-process with [`start`] on an ephemeral port; the
+//! binary calls [`run`].
+
+pub mod client;
+pub mod commands;
+pub mod config;
+pub mod config_params;
+pub mod connection;
+pub mod cpus;
+pub mod listener;
+pub mod server;
+pub mod shutdown;
+pub mod stats;
+pub mod worker;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+pub use config::{Args, Config};
+pub use shutdown::Shutdown;
+
+use crate::server::Server;
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("invalid CPU configuration: {0}")]
+    Cpus(#[from] cpus::CpuListError),
+    #[error("cannot listen on {addr}: {source}")]
+    Listen { addr: String, source: std::io::Error },
+    #[error("cannot create data directory {path}: {source}")]
+    DataDir { path: String, source: std::io::Error },
+    #[error("cannot start worker thread: {0}")]
+    Thread(std::io::Error),
+}
+
+/// A started server.
+#[derive(Debug)]
+pub struct RunningServer {
+    /// The address the RESP listener is bound to (with the actual port).
+    pub addr: SocketAddr,
+    pub server: Arc<Server>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl RunningServer {
+    /// Triggers shutdown and waits for every worker to stop.
+    pub fn stop(self) {
+        self.server.shutdown.trigger();
+        self.join();
+    }
+
+    /// Waits until the workers stop (after the shutdown signal).
+    pub fn join(self) {
+        for thread in self.threads {
+            if thread.join().is_err() {
+                tracing::error!("a worker thread panicked");
+            }
+        }
+    }
+}
+
+/// Starts the server's workers and returns once they are listening.
+pub fn start(config: Config, shutdown: Shutdown) -> Result<RunningServer, StartError> {
+    let plan = cpus::plan_workers(config.threads, config.cpus.as_deref())?;
+    std::fs::create_dir_all(&config.data_dir)
+        .map_err(|source| StartError::DataDir { path: config.data_dir.display().to_string(), source })?;
+    let listen_error = |source| StartError::Listen { addr: format!("{}:{}", config.bind, config.port), source };
+    let wanted = listener::resolve(&config.bind, config.port).map_err(listen_error)?;
+    let (addr, listeners) = listener::bind_all(wanted, plan.len()).map_err(listen_error)?;
+    let server = Arc::new(Server::new(config, addr.port(), plan.len(), shutdown));
+    let mut threads = Vec::with_capacity(plan.len());
+    for (index, (cpu, listener)) in plan.iter().zip(listeners).enumerate() {
+        match worker::spawn(server.clone(), index, *cpu, listener) {
+            Ok(t) => threads.push(t),
+            Err(e) => {
+                server.shutdown.trigger();
+                return Err(StartError::Thread(e));
+            }
+        }
+    }
+    tracing::info!(
+        %addr,
+        workers = plan.len(),
+        cpus = ?plan,
+        data_dir = %server.config.data_dir.display(),
+        "Ready to accept connections"
+    );
+    Ok(RunningServer { addr, server, threads })
+}
+
+/// Runs the server until `shutdown` is triggered.
+pub fn run(config: Config, shutdown: Shutdown) -> Result<(), StartError> {
+    start(config, shutdown)?.join();
+    Ok(())
+}

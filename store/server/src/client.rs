@@ -1,0 +1,162 @@
+//! Client connections: the state a connection keeps for itself, and the
+//! shared handle other connections see (CLIENT LIST, CLIENT KILL).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use cairn_protocol::ProtocolVersion;
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+/// What CLIENT REPLY set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplyMode {
+    On,
+    Off,
+    /// Skip the reply of the next command only.
+    Skip,
+}
+
+/// The part of a client that other connections may read or signal.
+#[derive(Debug)]
+pub struct ClientHandle {
+    pub id: u64,
+    pub addr: SocketAddr,
+    pub local_addr: SocketAddr,
+    pub fd: i32,
+    pub created_ms: u64,
+    pub worker: usize,
+    pub name: Mutex<Option<Vec<u8>>>,
+    pub lib_name: Mutex<Option<Vec<u8>>>,
+    pub lib_version: Mutex<Option<Vec<u8>>>,
+    pub db: AtomicUsize,
+    pub resp: AtomicU8,
+    pub last_interaction_ms: AtomicU64,
+    /// Index in the command table of the last command run.
+    pub last_command: AtomicU16,
+    pub no_evict: AtomicBool,
+    killed: AtomicBool,
+    kill_notify: Notify,
+}
+
+impl ClientHandle {
+    pub fn new(id: u64, addr: SocketAddr, local_addr: SocketAddr, fd: i32, worker: usize, now_ms: u64) -> Self {
+        ClientHandle {
+            id,
+            addr,
+            local_addr,
+            fd,
+            created_ms: now_ms,
+            worker,
+            name: Mutex::new(None),
+            lib_name: Mutex::new(None),
+            lib_version: Mutex::new(None),
+            db: AtomicUsize::new(0),
+            resp: AtomicU8::new(2),
+            last_interaction_ms: AtomicU64::new(now_ms),
+            last_command: AtomicU16::new(u16::MAX),
+            no_evict: AtomicBool::new(false),
+            killed: AtomicBool::new(false),
+            kill_notify: Notify::new(),
+        }
+    }
+
+    /// Asks the connection to close (CLIENT KILL).
+    pub fn kill(&self) {
+        self.killed.store(true, Ordering::SeqCst);
+        self.kill_notify.notify_one();
+    }
+
+    pub fn is_killed(&self) -> bool {
+        self.killed.load(Ordering::SeqCst)
+    }
+
+    /// Resolves when [`ClientHandle::kill`] is called.
+    pub async fn killed(&self) {
+        if self.is_killed() {
+            return;
+        }
+        self.kill_notify.notified().await;
+    }
+}
+
+/// All connected clients, by id. Touched on connect, disconnect and by the
+/// CLIENT command, never per request.
+#[derive(Debug, Default)]
+pub struct ClientRegistry {
+    clients: Mutex<BTreeMap<u64, Arc<ClientHandle>>>,
+    next_id: AtomicU64,
+}
+
+impl ClientRegistry {
+    pub fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    pub fn register(&self, handle: Arc<ClientHandle>) {
+        self.clients.lock().insert(handle.id, handle);
+    }
+
+    pub fn unregister(&self, id: u64) {
+        self.clients.lock().remove(&id);
+    }
+
+    pub fn len(&self) -> usize {
+        self.clients.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A copy of the current list, in id order.
+    pub fn snapshot(&self) -> Vec<Arc<ClientHandle>> {
+        self.clients.lock().values().cloned().collect()
+    }
+
+    pub fn get(&self, id: u64) -> Option<Arc<ClientHandle>> {
+        self.clients.lock().get(&id).cloned()
+    }
+}
+
+/// The state a connection keeps for itself.
+#[derive(Debug)]
+pub struct Client {
+    pub handle: Arc<ClientHandle>,
+    pub db: usize,
+    pub protocol: ProtocolVersion,
+    pub authenticated: bool,
+    pub reply_mode: ReplyMode,
+    /// Close the connection once the pending replies are written (QUIT, protocol errors).
+    pub close_after_reply: bool,
+}
+
+impl Client {
+    pub fn new(handle: Arc<ClientHandle>, needs_auth: bool) -> Self {
+        Client {
+            handle,
+            db: 0,
+            protocol: ProtocolVersion::Resp2,
+            authenticated: !needs_auth,
+            reply_mode: ReplyMode::On,
+            close_after_reply: false,
+        }
+    }
+
+    pub fn id(&self) -> u64 {
+        self.handle.id
+    }
+
+    pub fn select(&mut self, db: usize) {
+        self.db = db;
+        self.handle.db.store(db, Ordering::Relaxed);
+    }
+
+    pub fn set_protocol(&mut self, protocol: ProtocolVersion) {
+        self.protocol = protocol;
+        let n = if protocol == ProtocolVersion::Resp3 { 3 } else { 2 };
+        self.handle.resp.store(n, Ordering::Relaxed);
+    }
+}

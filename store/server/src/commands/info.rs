@@ -1,0 +1,288 @@
+//! INFO: the sections and field names Redis 7.0 reports (the names
+//! redis_exporter and client libraries parse), plus Cairn's own fields.
+
+use std::fmt::Write;
+use std::sync::atomic::Ordering;
+
+use super::{CmdResult, Ctx};
+use crate::server::Server;
+use crate::stats::Totals;
+
+const DEFAULT_SECTIONS: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "modules",
+    "errorstats",
+    "cluster",
+    "keyspace",
+];
+const ALL_EXTRA: &[&str] = &["commandstats", "latencystats"];
+
+pub fn info(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let sections = requested_sections(&args[1..]);
+    let text = render(ctx.server, &sections, ctx.now_ms);
+    ctx.out.verbatim("txt", text.as_bytes());
+    Ok(())
+}
+
+/// The sections to render, in Redis's order, from INFO's arguments.
+fn requested_sections(args: &[&[u8]]) -> Vec<&'static str> {
+    let mut wanted: Vec<String> = args.iter().map(|a| String::from_utf8_lossy(a).to_ascii_lowercase()).collect();
+    if wanted.is_empty() {
+        wanted.push("default".into());
+    }
+    let order: Vec<&'static str> = DEFAULT_SECTIONS.iter().chain(ALL_EXTRA).copied().collect();
+    order
+        .into_iter()
+        .filter(|section| {
+            wanted.iter().any(|w| {
+                w == section
+                    || ((w == "default") && DEFAULT_SECTIONS.contains(section))
+                    || ((w == "all" || w == "everything")
+                        && (DEFAULT_SECTIONS.contains(section) || ALL_EXTRA.contains(section)))
+            })
+        })
+        .collect()
+}
+
+/// Renders the given sections as INFO text.
+pub fn render(server: &Server, sections: &[&str], now_ms: u64) -> String {
+    let totals = server.totals();
+    let mut out = String::new();
+    for (i, section) in sections.iter().enumerate() {
+        if i > 0 {
+            out.push_str("\r\n");
+        }
+        let mut body = String::new();
+        let title = match *section {
+            "server" => server_section(server, now_ms, &mut body),
+            "clients" => clients_section(server, &mut body),
+            "memory" => memory_section(server, &mut body),
+            "persistence" => persistence_section(server, &mut body),
+            "stats" => stats_section(server, &totals, &mut body),
+            "replication" => replication_section(server, &mut body),
+            "cpu" => cpu_section(&mut body),
+            "modules" => "Modules",
+            "errorstats" => errorstats_section(&totals, &mut body),
+            "cluster" => {
+                body.push_str("cluster_enabled:0\r\n");
+                "Cluster"
+            }
+            "keyspace" => keyspace_section(server, &mut body),
+            "commandstats" => commandstats_section(&totals, &mut body),
+            _ => "Latencystats",
+        };
+        let _ = write!(out, "# {title}\r\n{body}");
+    }
+    out
+}
+
+macro_rules! field {
+    ($out:expr, $name:expr, $value:expr) => {
+        let _ = write!($out, "{}:{}\r\n", $name, $value);
+    };
+}
+
+fn server_section(server: &Server, now_ms: u64, out: &mut String) -> &'static str {
+    let uptime = server.started.elapsed().as_secs();
+    field!(out, "redis_version", super::connection::REDIS_COMPAT_VERSION);
+    field!(out, "redis_git_sha1", "00000000");
+    field!(out, "redis_git_dirty", 0);
+    field!(out, "redis_build_id", "0");
+    field!(out, "redis_mode", "standalone");
+    field!(out, "os", format!("{} {}", std::env::consts::OS, std::env::consts::ARCH));
+    field!(out, "arch_bits", 64);
+    field!(out, "monotonic_clock", "POSIX clock_gettime");
+    field!(out, "multiplexing_api", "epoll");
+    field!(out, "process_id", std::process::id());
+    field!(out, "process_supervised", "no");
+    field!(out, "run_id", server.run_id);
+    field!(out, "tcp_port", server.port);
+    field!(out, "server_time_usec", now_ms * 1000);
+    field!(out, "uptime_in_seconds", uptime);
+    field!(out, "uptime_in_days", uptime / 86400);
+    field!(out, "hz", server.runtime.get("hz").unwrap_or_default());
+    field!(out, "configured_hz", server.runtime.get("hz").unwrap_or_default());
+    field!(out, "lru_clock", cairn_engine::clock::access_clock(now_ms) & 0xFF_FFFF);
+    field!(out, "executable", std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default());
+    field!(out, "config_file", server.config.config_file.as_ref().map(|p| p.display().to_string()).unwrap_or_default());
+    field!(out, "io_threads_active", 0);
+    field!(out, "cairn_version", env!("CARGO_PKG_VERSION"));
+    field!(out, "cairn_workers", server.workers.len());
+    field!(out, "cairn_shards", server.keyspace.num_shards());
+    "Server"
+}
+
+fn clients_section(server: &Server, out: &mut String) -> &'static str {
+    field!(out, "connected_clients", server.clients.len());
+    field!(out, "cluster_connections", 0);
+    field!(out, "maxclients", server.runtime.maxclients.load(Ordering::Relaxed));
+    field!(out, "client_recent_max_input_buffer", 0);
+    field!(out, "client_recent_max_output_buffer", 0);
+    field!(out, "blocked_clients", 0);
+    field!(out, "tracking_clients", 0);
+    field!(out, "clients_in_timeout_table", 0);
+    "Clients"
+}
+
+/// Resident set size in bytes, from /proc.
+fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+    pages * 4096
+}
+
+/// Bytes as Redis's `*_human` fields show them.
+pub fn human_bytes(n: u64) -> String {
+    let n = n as f64;
+    if n < 1024.0 {
+        format!("{n}B")
+    } else if n < 1024.0 * 1024.0 {
+        format!("{:.2}K", n / 1024.0)
+    } else if n < 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.2}M", n / 1024.0 / 1024.0)
+    } else {
+        format!("{:.2}G", n / 1024.0 / 1024.0 / 1024.0)
+    }
+}
+
+fn memory_section(server: &Server, out: &mut String) -> &'static str {
+    let rss = rss_bytes();
+    let maxmemory: u64 = server.runtime.get("maxmemory").and_then(|v| v.parse().ok()).unwrap_or(0);
+    field!(out, "used_memory", rss);
+    field!(out, "used_memory_human", human_bytes(rss));
+    field!(out, "used_memory_rss", rss);
+    field!(out, "used_memory_rss_human", human_bytes(rss));
+    field!(out, "used_memory_peak", rss);
+    field!(out, "used_memory_peak_human", human_bytes(rss));
+    field!(out, "maxmemory", maxmemory);
+    field!(out, "maxmemory_human", human_bytes(maxmemory));
+    field!(out, "maxmemory_policy", server.runtime.get("maxmemory-policy").unwrap_or_default());
+    field!(out, "mem_fragmentation_ratio", "1.00");
+    field!(out, "mem_allocator", "libc");
+    field!(out, "lazyfree_pending_objects", 0);
+    "Memory"
+}
+
+fn persistence_section(server: &Server, out: &mut String) -> &'static str {
+    field!(out, "loading", 0);
+    field!(out, "async_loading", 0);
+    field!(out, "current_cow_peak", 0);
+    field!(out, "rdb_changes_since_last_save", 0);
+    field!(out, "rdb_bgsave_in_progress", 0);
+    field!(out, "rdb_last_save_time", server.last_save_secs.load(Ordering::Relaxed));
+    field!(out, "rdb_last_bgsave_status", "ok");
+    field!(out, "rdb_saves", 0);
+    field!(out, "aof_enabled", 0);
+    field!(out, "aof_rewrite_in_progress", 0);
+    field!(out, "aof_rewrite_scheduled", 0);
+    field!(out, "aof_last_write_status", "ok");
+    field!(out, "aof_delayed_fsync", 0);
+    field!(out, "cairn_durability", "none");
+    "Persistence"
+}
+
+fn stats_section(server: &Server, t: &Totals, out: &mut String) -> &'static str {
+    field!(out, "total_connections_received", t.connections_received);
+    field!(out, "total_commands_processed", t.commands);
+    field!(out, "instantaneous_ops_per_sec", server.ops_per_sec());
+    field!(out, "total_net_input_bytes", t.net_input_bytes);
+    field!(out, "total_net_output_bytes", t.net_output_bytes);
+    field!(out, "rejected_connections", t.rejected_connections);
+    field!(out, "expired_keys", t.expired_keys);
+    field!(out, "evicted_keys", 0);
+    field!(out, "keyspace_hits", t.keyspace_hits);
+    field!(out, "keyspace_misses", t.keyspace_misses);
+    field!(out, "pubsub_channels", 0);
+    field!(out, "pubsub_patterns", 0);
+    field!(out, "total_error_replies", t.error_replies);
+    field!(out, "total_reads_processed", t.commands);
+    "Stats"
+}
+
+fn replication_section(server: &Server, out: &mut String) -> &'static str {
+    field!(out, "role", "master");
+    field!(out, "connected_slaves", 0);
+    field!(out, "master_failover_state", "no-failover");
+    field!(out, "master_replid", server.run_id);
+    field!(out, "master_replid2", "0000000000000000000000000000000000000000");
+    field!(out, "master_repl_offset", 0);
+    field!(out, "second_repl_offset", -1);
+    field!(out, "repl_backlog_active", 0);
+    "Replication"
+}
+
+fn cpu_section(out: &mut String) -> &'static str {
+    let (user, sys) = cpu_seconds(libc::RUSAGE_SELF);
+    let (cuser, csys) = cpu_seconds(libc::RUSAGE_CHILDREN);
+    field!(out, "used_cpu_sys", format!("{sys:.6}"));
+    field!(out, "used_cpu_user", format!("{user:.6}"));
+    field!(out, "used_cpu_sys_children", format!("{csys:.6}"));
+    field!(out, "used_cpu_user_children", format!("{cuser:.6}"));
+    "CPU"
+}
+
+/// User and system CPU seconds from getrusage.
+fn cpu_seconds(who: libc::c_int) -> (f64, f64) {
+    // SAFETY: rusage is plain data; getrusage fills it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(who, &mut usage) } != 0 {
+        return (0.0, 0.0);
+    }
+    let secs = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    (secs(usage.ru_utime), secs(usage.ru_stime))
+}
+
+fn errorstats_section(t: &Totals, out: &mut String) -> &'static str {
+    let mut codes: Vec<_> = t.errors.iter().collect();
+    codes.sort();
+    for (code, count) in codes {
+        let _ = write!(out, "errorstat_{code}:count={count}\r\n");
+    }
+    "Errorstats"
+}
+
+fn keyspace_section(server: &Server, out: &mut String) -> &'static str {
+    for db in 0..server.keyspace.num_dbs() {
+        let (keys, expires) = server.keyspace.db_size(db);
+        if keys > 0 {
+            let _ = write!(out, "db{db}:keys={keys},expires={expires},avg_ttl=0\r\n");
+        }
+    }
+    "Keyspace"
+}
+
+fn commandstats_section(t: &Totals, out: &mut String) -> &'static str {
+    for (index, [calls, usec, rejected, failed]) in t.per_command.iter().enumerate() {
+        if calls + rejected == 0 {
+            continue;
+        }
+        let per_call = if *calls > 0 { *usec as f64 / *calls as f64 } else { 0.0 };
+        let _ = write!(
+            out,
+            "cmdstat_{}:calls={calls},usec={usec},usec_per_call={per_call:.2},rejected_calls={rejected},failed_calls={failed}\r\n",
+            super::table::spec(index).name
+        );
+    }
+    "Commandstats"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sections() {
+        assert_eq!(requested_sections(&[]), DEFAULT_SECTIONS.to_vec());
+        assert_eq!(requested_sections(&[b"CPU"]), vec!["cpu"]);
+        let all = requested_sections(&[b"all"]);
+        assert!(all.contains(&"commandstats") && all.contains(&"keyspace"));
+        assert_eq!(requested_sections(&[b"cpu", b"sentinel"]), vec!["cpu"]);
+        assert_eq!(requested_sections(&[b"nosuch"]), Vec::<&str>::new());
+    }
+}

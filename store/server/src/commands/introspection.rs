@@ -1,0 +1,290 @@
+//! Introspection: COMMAND (with Redis's own metadata for the commands Cairn
+//! implements), OBJECT and MEMORY.
+
+use super::{is, meta, table, text, CmdError, CmdResult, Ctx};
+
+/// Subcommands Cairn implements, by parent; metadata of others is hidden.
+const IMPLEMENTED_SUBCOMMANDS: &[&str] = &[
+    "config|get",
+    "config|set",
+    "config|resetstat",
+    "config|rewrite",
+    "config|help",
+    "client|id",
+    "client|setname",
+    "client|getname",
+    "client|setinfo",
+    "client|list",
+    "client|info",
+    "client|kill",
+    "client|no-evict",
+    "client|reply",
+    "client|getredir",
+    "client|help",
+    "command|count",
+    "command|docs",
+    "command|info",
+    "command|list",
+    "command|getkeys",
+    "command|help",
+    "object|encoding",
+    "object|freq",
+    "object|idletime",
+    "object|refcount",
+    "object|help",
+    "memory|usage",
+    "memory|doctor",
+    "memory|help",
+];
+
+fn implemented_sub(name: &str) -> bool {
+    IMPLEMENTED_SUBCOMMANDS.contains(&name)
+}
+
+/// Whether `name` is a command of this server.
+fn implemented(name: &str) -> bool {
+    table::lookup(name.as_bytes()).is_some()
+}
+
+pub fn command(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    if args.len() == 1 {
+        let names: Vec<&str> = table::COMMANDS.iter().map(|c| c.name).filter(|n| meta::knows(n)).collect();
+        ctx.out.array(names.len());
+        for name in names {
+            meta::write_info_filtered(&mut ctx.out, name, &implemented_sub);
+        }
+        return Ok(());
+    }
+    let sub = args[1];
+    if is(sub, "count") && args.len() == 2 {
+        ctx.out.int(table::count() as i64);
+    } else if is(sub, "list") {
+        list(ctx, &args[2..])?;
+    } else if is(sub, "info") {
+        info(ctx, &args[2..]);
+    } else if is(sub, "docs") {
+        docs(ctx, &args[2..]);
+    } else if is(sub, "getkeys") && args.len() >= 3 {
+        getkeys(ctx, &args[2..])?;
+    } else if is(sub, "help") && args.len() == 2 {
+        super::server_admin::write_help(
+            ctx,
+            &[
+                "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "(no subcommand)",
+                "    Return details about all Redis commands.",
+                "COUNT",
+                "    Return the total number of commands in this Redis server.",
+                "LIST",
+                "    Return a list of all commands in this Redis server.",
+                "INFO [<command-name> ...]",
+                "    Return details about multiple Redis commands.",
+                "DOCS [<command-name> ...]",
+                "    Return documentation details about multiple Redis commands.",
+                "GETKEYS <full-command>",
+                "    Return the keys from a full Redis command.",
+                "HELP",
+                "    Print this help.",
+            ],
+        );
+    } else if is(sub, "count") || is(sub, "getkeys") || is(sub, "help") {
+        return Err(CmdError::err(format!(
+            "wrong number of arguments for 'command|{}' command",
+            text(sub).to_ascii_lowercase()
+        )));
+    } else {
+        return Err(CmdError::unknown_subcommand("command", sub));
+    }
+    Ok(())
+}
+
+fn list(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let pattern: Option<&[u8]> = match args {
+        [] => None,
+        [filterby, kind, value] if is(filterby, "filterby") && is(kind, "pattern") => Some(value),
+        [filterby, kind, _] if is(filterby, "filterby") && (is(kind, "aclcat") || is(kind, "module")) => {
+            ctx.out.array(0);
+            return Ok(());
+        }
+        _ => return Err(CmdError::Syntax),
+    };
+    let names: Vec<&str> = table::COMMANDS
+        .iter()
+        .map(|c| c.name)
+        .filter(|n| pattern.is_none_or(|p| cairn_engine::glob::matches(p, n.as_bytes(), true)))
+        .collect();
+    ctx.out.array(names.len());
+    for name in names {
+        ctx.out.bulk(name.as_bytes());
+    }
+    Ok(())
+}
+
+fn info(ctx: &mut Ctx<'_>, names: &[&[u8]]) {
+    if names.is_empty() {
+        return command(ctx, &[b"command"]).unwrap_or(());
+    }
+    ctx.out.array(names.len());
+    for name in names {
+        let name = text(name).to_ascii_lowercase();
+        let ours = match name.split_once('|') {
+            Some(_) => implemented_sub(&name),
+            None => implemented(&name),
+        };
+        if !(ours && meta::write_info_filtered(&mut ctx.out, &name, &implemented_sub)) {
+            ctx.out.null_array();
+        }
+    }
+}
+
+fn docs(ctx: &mut Ctx<'_>, names: &[&[u8]]) {
+    let wanted: Vec<String> = if names.is_empty() {
+        table::COMMANDS.iter().map(|c| c.name.to_string()).filter(|n| meta::knows(n)).collect()
+    } else {
+        names
+            .iter()
+            .map(|n| text(n).to_ascii_lowercase())
+            .filter(|n| match n.split_once('|') {
+                Some(_) => implemented_sub(n),
+                None => implemented(n) && meta::knows(n),
+            })
+            .collect()
+    };
+    ctx.out.map(wanted.len());
+    for name in &wanted {
+        ctx.out.bulk(name.as_bytes());
+        meta::write_docs_filtered(&mut ctx.out, name, &implemented_sub);
+    }
+}
+
+fn getkeys(ctx: &mut Ctx<'_>, full: &[&[u8]]) -> CmdResult {
+    let Some(index) = table::lookup(full[0]) else {
+        return Err(CmdError::Static("ERR Invalid command specified"));
+    };
+    let spec = table::spec(index);
+    if !spec.arity_ok(full.len()) {
+        return Err(CmdError::Static("ERR Invalid number of arguments specified for command"));
+    }
+    let positions = spec.key_positions(full.len());
+    if positions.is_empty() {
+        return Err(CmdError::Static("ERR The command has no key arguments"));
+    }
+    ctx.out.array(positions.len());
+    for p in positions {
+        ctx.out.bulk(full[p]);
+    }
+    Ok(())
+}
+
+pub fn object(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let sub = args[1];
+    if is(sub, "help") {
+        super::server_admin::write_help(
+            ctx,
+            &[
+                "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "ENCODING <key>",
+                "    Return the kind of internal representation used in order to store the value",
+                "    associated with a <key>.",
+                "FREQ <key>",
+                "    Return the access frequency index of the <key>. The returned integer is",
+                "    proportional to the logarithm of the recent access frequency of the key.",
+                "IDLETIME <key>",
+                "    Return the idle time of the <key>, that is the approximated number of",
+                "    seconds elapsed since the last access to the key.",
+                "REFCOUNT <key>",
+                "    Return the number of references of the value associated with the specified",
+                "    <key>.",
+                "HELP",
+                "    Print this help.",
+            ],
+        );
+        return Ok(());
+    }
+    if args.len() != 3 {
+        if ["encoding", "freq", "idletime", "refcount"].iter().any(|s| is(sub, s)) {
+            return Err(CmdError::err(format!(
+                "wrong number of arguments for 'object|{}' command",
+                text(sub).to_ascii_lowercase()
+            )));
+        }
+        return Err(CmdError::unknown_subcommand("object", sub));
+    }
+    let lfu = ctx.server.runtime.lfu_policy.load(std::sync::atomic::Ordering::Relaxed);
+    let db = ctx.db();
+    let mut shard = ctx.server.keyspace.lock_key(args[2]);
+    let Some(entry) = shard.db(db).peek(args[2], ctx.now_ms) else {
+        drop(shard);
+        ctx.out.null_bulk();
+        return Ok(());
+    };
+    let (encoding, access) = (entry.value.encoding(), entry.access);
+    drop(shard);
+    if is(sub, "encoding") {
+        ctx.out.bulk(encoding.as_bytes());
+    } else if is(sub, "refcount") {
+        ctx.out.int(1);
+    } else if is(sub, "idletime") {
+        if lfu {
+            return Err(CmdError::Static(
+                "ERR An LRU maxmemory policy is not selected, access time not tracked. Please note that when \
+                 switching between policies at runtime LRU and LFU data will take some time to adjust.",
+            ));
+        }
+        let idle = cairn_engine::clock::access_clock(ctx.now_ms).wrapping_sub(access);
+        ctx.out.int(i64::from(idle));
+    } else if is(sub, "freq") {
+        if !lfu {
+            return Err(CmdError::Static(
+                "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when \
+                 switching between policies at runtime LRU and LFU data will take some time to adjust.",
+            ));
+        }
+        ctx.out.int(0);
+    } else {
+        return Err(CmdError::unknown_subcommand("object", sub));
+    }
+    Ok(())
+}
+
+pub fn memory(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let sub = args[1];
+    if is(sub, "usage") && (args.len() == 3 || args.len() == 5) {
+        if args.len() == 5 && !is(args[3], "samples") {
+            return Err(CmdError::Syntax);
+        }
+        let db = ctx.db();
+        let mut shard = ctx.server.keyspace.lock_key(args[2]);
+        let usage = shard
+            .db(db)
+            .get(args[2], ctx.now_ms)
+            .map(|e| args[2].len() + e.value.heap_bytes() + std::mem::size_of::<cairn_engine::Entry>() + 16);
+        drop(shard);
+        match usage {
+            Some(bytes) => ctx.out.int(bytes as i64),
+            None => ctx.out.null_bulk(),
+        }
+    } else if is(sub, "doctor") && args.len() == 2 {
+        ctx.out.verbatim(
+            "txt",
+            b"Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.",
+        );
+    } else if is(sub, "help") && args.len() == 2 {
+        super::server_admin::write_help(
+            ctx,
+            &[
+                "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "DOCTOR",
+                "    Return memory problems reports.",
+                "USAGE <key> [SAMPLES <count>]",
+                "    Return memory in bytes used by <key> and its value. Nested values are",
+                "    sampled up to <count> times (default: 5, 0 means sample all).",
+                "HELP",
+                "    Print this help.",
+            ],
+        );
+    } else {
+        return Err(CmdError::unknown_subcommand("memory", sub));
+    }
+    Ok(())
+}

@@ -1,0 +1,142 @@
+//! The command layer: a table of commands, the dispatcher that checks arity
+//! and authentication and records statistics, and one file per command family.
+//!
+//! Handlers have the signature [`Handler`]: they read their arguments
+//! (`args[0]` is the command name), act on the keyspace, and write their reply
+//! through `ctx.out`, or return a [`CmdError`] that the dispatcher writes.
+
+pub mod bits;
+pub mod client;
+pub mod connection;
+pub mod debug;
+pub mod error;
+pub mod expire;
+pub mod info;
+pub mod introspection;
+pub mod keys;
+pub mod lcs;
+pub mod meta;
+pub mod server_admin;
+pub mod strings;
+pub mod table;
+
+use std::time::Instant;
+
+use cairn_protocol::ReplyWriter;
+
+pub use error::{CmdError, CmdResult};
+
+use crate::client::{Client, ReplyMode};
+use crate::server::Server;
+use crate::stats::WorkerStats;
+
+/// What a handler gets.
+pub struct Ctx<'a> {
+    pub server: &'a Server,
+    pub client: &'a mut Client,
+    pub out: ReplyWriter<'a>,
+    pub stats: &'a WorkerStats,
+    /// Wall clock at dispatch, Unix milliseconds.
+    pub now_ms: u64,
+}
+
+/// A command implementation.
+pub type Handler = fn(&mut Ctx<'_>, &[&[u8]]) -> CmdResult;
+
+impl Ctx<'_> {
+    /// The keyspace table of the client's database that holds `key`, locked.
+    pub fn lock_key(&self, key: &[u8]) -> cairn_engine::ShardGuard<'_> {
+        self.server.keyspace.lock_key(key)
+    }
+
+    pub fn db(&self) -> usize {
+        self.client.db
+    }
+}
+
+/// Runs one request. `args` is never empty.
+pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
+    let Some(index) = table::lookup(args[0]) else {
+        ctx.out.error(&error::unknown_command(args));
+        record_error(ctx);
+        return;
+    };
+    let spec = table::spec(index);
+    ctx.client.handle.last_command.store(index as u16, std::sync::atomic::Ordering::Relaxed);
+    let counters = &ctx.stats.per_command[index];
+    if let Err(e) = admit(ctx, spec, args) {
+        ctx.out.error(&e.message(spec.name));
+        record_error(ctx);
+        counters.rejected.add(1);
+        return;
+    }
+    let reply_start = ctx.out.buffer().len();
+    let started = Instant::now();
+    let result = (spec.handler)(ctx, args);
+    counters.usec.add(started.elapsed().as_micros() as u64);
+    counters.calls.add(1);
+    ctx.stats.commands.add(1);
+    if let Err(e) = result {
+        ctx.out.error(&e.message(spec.name));
+    }
+    if record_error(ctx) {
+        counters.failed.add(1);
+    }
+    apply_reply_mode(ctx, reply_start, spec.name == "client");
+}
+
+/// Checks arity and authentication before running a command.
+fn admit(ctx: &Ctx<'_>, spec: &table::CommandSpec, args: &[&[u8]]) -> CmdResult {
+    if !spec.arity_ok(args.len()) {
+        return Err(CmdError::WrongArity);
+    }
+    if !ctx.client.authenticated && spec.flags & table::NO_AUTH == 0 {
+        return Err(CmdError::NoAuth);
+    }
+    Ok(())
+}
+
+/// Counts an error reply the command wrote, if any; returns whether it did.
+fn record_error(ctx: &mut Ctx<'_>) -> bool {
+    match ctx.out.take_error_code() {
+        Some(code) => {
+            ctx.stats.record_error(code.as_str());
+            true
+        }
+        None => false,
+    }
+}
+
+/// CLIENT REPLY OFF/SKIP: drops the reply just written.
+fn apply_reply_mode(ctx: &mut Ctx<'_>, reply_start: usize, was_client_command: bool) {
+    match ctx.client.reply_mode {
+        ReplyMode::On => {}
+        ReplyMode::Off => ctx.out.buffer().truncate(reply_start),
+        ReplyMode::Skip if was_client_command => {}
+        ReplyMode::Skip => {
+            ctx.out.buffer().truncate(reply_start);
+            ctx.client.reply_mode = ReplyMode::On;
+        }
+    }
+}
+
+/// ASCII case-insensitive comparison of an argument with a keyword.
+#[inline]
+pub fn is(arg: &[u8], keyword: &str) -> bool {
+    arg.eq_ignore_ascii_case(keyword.as_bytes())
+}
+
+/// An integer argument.
+pub fn int_arg(arg: &[u8]) -> Result<i64, CmdError> {
+    cairn_engine::number::parse_i64(arg).ok_or(CmdError::NotInteger)
+}
+
+/// A float argument.
+pub fn float_arg(arg: &[u8]) -> Result<f64, CmdError> {
+    cairn_engine::number::parse_f64(arg).ok_or(CmdError::NotFloat)
+}
+
+/// An argument as text, for messages.
+pub fn text(arg: &[u8]) -> String {
+    String::from_utf8_lossy(arg).into_owned()
+}

@@ -1,0 +1,172 @@
+//! Server commands: CONFIG, DBSIZE, FLUSHDB, FLUSHALL, SWAPDB, TIME, LASTSAVE, SAVE.
+
+use std::collections::HashSet;
+
+use super::{int_arg, is, text, CmdError, CmdResult, Ctx};
+use crate::config_params::{self, check_value};
+
+/// Writes a HELP reply: one status line per entry.
+pub fn write_help(ctx: &mut Ctx<'_>, lines: &[&str]) {
+    ctx.out.array(lines.len());
+    for line in lines {
+        ctx.out.simple(line);
+    }
+}
+
+pub fn config(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let sub = args[1];
+    let sub_arity =
+        || CmdError::err(format!("wrong number of arguments for 'config|{}' command", text(sub).to_ascii_lowercase()));
+    if is(sub, "get") {
+        if args.len() < 3 {
+            return Err(sub_arity());
+        }
+        config_get(ctx, &args[2..]);
+    } else if is(sub, "set") {
+        if args.len() < 4 || args.len() % 2 == 1 {
+            return Err(sub_arity());
+        }
+        config_set(ctx, &args[2..])?;
+    } else if is(sub, "resetstat") {
+        if args.len() != 2 {
+            return Err(sub_arity());
+        }
+        ctx.server.reset_stats();
+        ctx.out.ok();
+    } else if is(sub, "rewrite") {
+        if args.len() != 2 {
+            return Err(sub_arity());
+        }
+        return Err(match ctx.server.config.config_file {
+            None => CmdError::Static("ERR The server is running without a config file"),
+            Some(_) => CmdError::Static("ERR CONFIG REWRITE is not supported by Cairn yet"),
+        });
+    } else if is(sub, "help") {
+        write_help(
+            ctx,
+            &[
+                "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "GET <pattern>",
+                "    Return parameters matching the glob-like <pattern> and their values.",
+                "SET <directive> <value>",
+                "    Set the configuration <directive> to <value>.",
+                "RESETSTAT",
+                "    Reset statistics reported by the INFO command.",
+                "REWRITE",
+                "    Rewrite the configuration file.",
+                "HELP",
+                "    Print this help.",
+            ],
+        );
+    } else {
+        return Err(CmdError::unknown_subcommand("config", sub));
+    }
+    Ok(())
+}
+
+fn config_get(ctx: &mut Ctx<'_>, patterns: &[&[u8]]) {
+    let mut seen = HashSet::new();
+    let mut pairs = Vec::new();
+    for pattern in patterns {
+        for (name, value) in ctx.server.runtime.matching(pattern) {
+            if seen.insert(name) {
+                pairs.push((name, value));
+            }
+        }
+    }
+    ctx.out.map(pairs.len());
+    for (name, value) in pairs {
+        ctx.out.bulk(name.as_bytes());
+        ctx.out.bulk(value.as_bytes());
+    }
+}
+
+fn config_set(ctx: &mut Ctx<'_>, pairs: &[&[u8]]) -> CmdResult {
+    let failed = |name: &str, why: &str| {
+        CmdError::err(format!("CONFIG SET failed (possibly related to argument '{name}') - {why}"))
+    };
+    let mut updates: Vec<(&'static str, String)> = Vec::new();
+    for pair in pairs.chunks_exact(2) {
+        let name = text(pair[0]);
+        let Some(param) = config_params::find(&name) else {
+            return Err(CmdError::err(format!("Unknown option or number of arguments for CONFIG SET - '{name}'")));
+        };
+        if !param.mutable {
+            return Err(failed(&name, "can't set immutable config"));
+        }
+        if updates.iter().any(|(n, _)| *n == param.name) {
+            return Err(failed(&name, "duplicate parameter"));
+        }
+        let current = ctx.server.runtime.get(param.name).unwrap_or_default();
+        let value = check_value(param, &text(pair[1]), &current).map_err(|why| failed(&name, &why))?;
+        updates.push((param.name, value));
+    }
+    ctx.server.runtime.set_all(&updates);
+    ctx.out.ok();
+    Ok(())
+}
+
+pub fn dbsize(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
+    let (keys, _) = ctx.server.keyspace.db_size(ctx.db());
+    ctx.out.int(keys as i64);
+    Ok(())
+}
+
+/// Checks FLUSHDB/FLUSHALL's optional ASYNC|SYNC argument.
+fn flush_mode(args: &[&[u8]]) -> CmdResult {
+    match args {
+        [] => Ok(()),
+        [mode] if is(mode, "async") || is(mode, "sync") => Ok(()),
+        _ => Err(CmdError::Syntax),
+    }
+}
+
+pub fn flushdb(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    flush_mode(&args[1..])?;
+    let db = ctx.db();
+    let mut all = ctx.server.keyspace.lock_all();
+    all.for_each_shard(|shard| shard.db(db).clear());
+    ctx.out.ok();
+    Ok(())
+}
+
+pub fn flushall(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    flush_mode(&args[1..])?;
+    let dbs = ctx.server.keyspace.num_dbs();
+    let mut all = ctx.server.keyspace.lock_all();
+    all.for_each_shard(|shard| (0..dbs).for_each(|db| shard.db(db).clear()));
+    ctx.out.ok();
+    Ok(())
+}
+
+pub fn swapdb(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let a = int_arg(args[1]).map_err(|_| CmdError::Static("ERR invalid first DB index"))?;
+    let b = int_arg(args[2]).map_err(|_| CmdError::Static("ERR invalid second DB index"))?;
+    let dbs = ctx.server.keyspace.num_dbs() as i64;
+    if a < 0 || a >= dbs || b < 0 || b >= dbs {
+        return Err(CmdError::DbIndexOutOfRange);
+    }
+    if a != b {
+        let mut all = ctx.server.keyspace.lock_all();
+        all.for_each_shard(|shard| shard.swap_dbs(a as usize, b as usize));
+    }
+    ctx.out.ok();
+    Ok(())
+}
+
+pub fn time(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
+    let us = cairn_engine::clock::now_us();
+    ctx.out.array(2);
+    ctx.out.bulk_int((us / 1_000_000) as i64);
+    ctx.out.bulk_int((us % 1_000_000) as i64);
+    Ok(())
+}
+
+pub fn lastsave(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
+    ctx.out.int(ctx.server.last_save_secs.load(std::sync::atomic::Ordering::Relaxed) as i64);
+    Ok(())
+}
+
+pub fn save(_ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
+    Err(CmdError::Static("ERR Cairn has no snapshots yet: persistence arrives with the write-ahead log"))
+}

@@ -1,0 +1,194 @@
+//! The command table: every command's name, arity, flags, key positions and
+//! handler. Lookup is case-insensitive and allocation-free.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use super::{bits, client, connection, debug, expire, info, introspection, keys, server_admin, strings, Handler};
+
+/// Modifies the keyspace (the write-ahead log will hook on this flag).
+pub const WRITE: u32 = 1;
+/// Reads the keyspace only.
+pub const READONLY: u32 = 1 << 1;
+/// Runs in O(1) or O(log n).
+pub const FAST: u32 = 1 << 2;
+/// Allowed before authentication.
+pub const NO_AUTH: u32 = 1 << 3;
+/// Administrative.
+pub const ADMIN: u32 = 1 << 4;
+
+/// One command.
+#[derive(Debug)]
+pub struct CommandSpec {
+    /// Lowercase name.
+    pub name: &'static str,
+    /// Exact argument count including the name, or `-n` for "at least n".
+    pub arity: i32,
+    pub flags: u32,
+    /// Position of the first key (0: none), of the last (-1: last argument), and the step.
+    pub first_key: i32,
+    pub last_key: i32,
+    pub step: i32,
+    pub handler: Handler,
+}
+
+impl CommandSpec {
+    pub fn arity_ok(&self, argc: usize) -> bool {
+        let argc = argc as i32;
+        if self.arity >= 0 {
+            argc == self.arity
+        } else {
+            argc >= -self.arity
+        }
+    }
+
+    /// Positions of the key arguments in `argc` arguments (COMMAND GETKEYS).
+    pub fn key_positions(&self, argc: usize) -> Vec<usize> {
+        if self.first_key <= 0 {
+            return Vec::new();
+        }
+        let last = if self.last_key < 0 { argc as i32 + self.last_key } else { self.last_key };
+        let step = self.step.max(1);
+        (self.first_key..=last).step_by(step as usize).map(|i| i as usize).filter(|&i| i < argc).collect()
+    }
+}
+
+const fn c(name: &'static str, arity: i32, flags: u32, keys: (i32, i32, i32), handler: Handler) -> CommandSpec {
+    CommandSpec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, handler }
+}
+
+const NONE: (i32, i32, i32) = (0, 0, 0);
+const K1: (i32, i32, i32) = (1, 1, 1);
+const K12: (i32, i32, i32) = (1, 2, 1);
+const KALL: (i32, i32, i32) = (1, -1, 1);
+const KPAIRS: (i32, i32, i32) = (1, -1, 2);
+const W: u32 = WRITE;
+const R: u32 = READONLY;
+const F: u32 = FAST;
+
+/// Every command. The index in this array identifies a command in statistics.
+pub static COMMANDS: &[CommandSpec] = &[
+    // connection
+    c("ping", -1, F, NONE, connection::ping),
+    c("echo", 2, F, NONE, connection::echo),
+    c("hello", -1, F | NO_AUTH, NONE, connection::hello),
+    c("auth", -2, F | NO_AUTH, NONE, connection::auth),
+    c("select", 2, F, NONE, connection::select),
+    c("quit", -1, F | NO_AUTH, NONE, connection::quit),
+    c("reset", 1, F | NO_AUTH, NONE, connection::reset),
+    c("client", -2, 0, NONE, client::client),
+    // server
+    c("command", -1, 0, NONE, introspection::command),
+    c("config", -2, ADMIN, NONE, server_admin::config),
+    c("info", -1, 0, NONE, info::info),
+    c("dbsize", 1, R | F, NONE, server_admin::dbsize),
+    c("flushdb", -1, W, NONE, server_admin::flushdb),
+    c("flushall", -1, W, NONE, server_admin::flushall),
+    c("swapdb", 3, W | F, NONE, server_admin::swapdb),
+    c("time", 1, F, NONE, server_admin::time),
+    c("lastsave", 1, F, NONE, server_admin::lastsave),
+    c("debug", -2, ADMIN, NONE, debug::debug),
+    c("object", -2, R, (2, 2, 1), introspection::object),
+    c("memory", -2, R, NONE, introspection::memory),
+    c("save", 1, ADMIN, NONE, server_admin::save),
+    c("bgsave", -1, ADMIN, NONE, server_admin::save),
+    // keys
+    c("del", -2, W, KALL, keys::del),
+    c("unlink", -2, W | F, KALL, keys::del),
+    c("exists", -2, R | F, KALL, keys::exists),
+    c("type", 2, R | F, K1, keys::type_),
+    c("keys", 2, R, NONE, keys::keys),
+    c("scan", -2, R, NONE, keys::scan),
+    c("randomkey", 1, R, NONE, keys::randomkey),
+    c("rename", 3, W, K12, keys::rename),
+    c("renamenx", 3, W | F, K12, keys::renamenx),
+    c("copy", -3, W, K12, keys::copy),
+    c("move", 3, W | F, K1, keys::move_),
+    c("touch", -2, R | F, KALL, keys::touch),
+    c("expire", -3, W | F, K1, expire::expire),
+    c("pexpire", -3, W | F, K1, expire::pexpire),
+    c("expireat", -3, W | F, K1, expire::expireat),
+    c("pexpireat", -3, W | F, K1, expire::pexpireat),
+    c("ttl", 2, R | F, K1, expire::ttl),
+    c("pttl", 2, R | F, K1, expire::pttl),
+    c("expiretime", 2, R | F, K1, expire::expiretime),
+    c("pexpiretime", 2, R | F, K1, expire::pexpiretime),
+    c("persist", 2, W | F, K1, expire::persist),
+    // strings
+    c("get", 2, R | F, K1, strings::get),
+    c("set", -3, W, K1, strings::set),
+    c("setnx", 3, W | F, K1, strings::setnx),
+    c("setex", 4, W, K1, strings::setex),
+    c("psetex", 4, W, K1, strings::psetex),
+    c("getset", 3, W | F, K1, strings::getset),
+    c("getdel", 2, W | F, K1, strings::getdel),
+    c("getex", -2, W | F, K1, strings::getex),
+    c("mget", -2, R | F, KALL, strings::mget),
+    c("mset", -3, W, KPAIRS, strings::mset),
+    c("msetnx", -3, W, KPAIRS, strings::msetnx),
+    c("append", 3, W | F, K1, strings::append),
+    c("strlen", 2, R | F, K1, strings::strlen),
+    c("incr", 2, W | F, K1, strings::incr),
+    c("decr", 2, W | F, K1, strings::decr),
+    c("incrby", 3, W | F, K1, strings::incrby),
+    c("decrby", 3, W | F, K1, strings::decrby),
+    c("incrbyfloat", 3, W | F, K1, strings::incrbyfloat),
+    c("getrange", 4, R, K1, strings::getrange),
+    c("substr", 4, R, K1, strings::getrange),
+    c("setrange", 4, W, K1, strings::setrange),
+    c("lcs", -3, R, K12, strings::lcs),
+    c("setbit", 4, W, K1, bits::setbit),
+    c("getbit", 3, R | F, K1, bits::getbit),
+    c("bitcount", -2, R, K1, bits::bitcount),
+    c("bitpos", -3, R, K1, bits::bitpos),
+    c("bitop", -4, W, (2, -1, 1), bits::bitop),
+    c("bitfield", -2, W, K1, bits::bitfield),
+    c("bitfield_ro", -2, R | F, K1, bits::bitfield_ro),
+];
+
+/// Number of commands.
+pub fn count() -> usize {
+    COMMANDS.len()
+}
+
+pub fn spec(index: usize) -> &'static CommandSpec {
+    &COMMANDS[index]
+}
+
+fn index() -> &'static HashMap<&'static [u8], usize> {
+    static INDEX: OnceLock<HashMap<&'static [u8], usize>> = OnceLock::new();
+    INDEX.get_or_init(|| COMMANDS.iter().enumerate().map(|(i, c)| (c.name.as_bytes(), i)).collect())
+}
+
+/// Finds a command by name, ignoring case, without allocating.
+#[inline]
+pub fn lookup(name: &[u8]) -> Option<usize> {
+    let mut buf = [0u8; 32];
+    if name.len() > buf.len() {
+        return None;
+    }
+    let lower = &mut buf[..name.len()];
+    lower.copy_from_slice(name);
+    lower.make_ascii_lowercase();
+    index().get(&*lower).copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup_ignores_case_and_names_are_unique() {
+        assert_eq!(lookup(b"GeT").map(|i| spec(i).name), Some("get"));
+        assert_eq!(lookup(b"nosuchcommand"), None);
+        assert_eq!(index().len(), COMMANDS.len(), "duplicate command name");
+    }
+
+    #[test]
+    fn key_positions() {
+        let mset = spec(lookup(b"mset").unwrap());
+        assert_eq!(mset.key_positions(5), vec![1, 3]);
+        let get = spec(lookup(b"get").unwrap());
+        assert_eq!(get.key_positions(2), vec![1]);
+    }
+}

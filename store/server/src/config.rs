@@ -1,0 +1,209 @@
+//! Server configuration: command-line flags, `CAIRN_*` environment variables
+//! and an optional TOML file, in that order of precedence.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Parser, ValueEnum};
+use serde::Deserialize;
+use thiserror::Error;
+
+/// Log output format.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+/// Flags and environment variables. Every field is optional so that the
+/// config file can fill what the command line leaves out.
+#[derive(Debug, Default, Parser, Deserialize)]
+#[command(name = "cairn", version, about = "Cairn: a durable, Redis-compatible key-value store")]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Args {
+    /// TOML configuration file (keys as the long flags: port, bind, data-dir, ...).
+    #[arg(long, env = "CAIRN_CONFIG")]
+    #[serde(skip)]
+    pub config: Option<PathBuf>,
+    /// RESP port (0 picks a free port).
+    #[arg(long, env = "CAIRN_PORT")]
+    pub port: Option<u16>,
+    /// Address to listen on.
+    #[arg(long, env = "CAIRN_BIND")]
+    pub bind: Option<String>,
+    /// Number of worker threads (default: one per allowed CPU).
+    #[arg(long, env = "CAIRN_THREADS")]
+    pub threads: Option<usize>,
+    /// CPUs to pin one worker each to, e.g. `0-3,6` (default: the process's affinity mask).
+    #[arg(long, env = "CAIRN_CPUS")]
+    pub cpus: Option<String>,
+    /// Data directory.
+    #[arg(long, env = "CAIRN_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Number of databases (SELECT 0..N-1).
+    #[arg(long, env = "CAIRN_DATABASES")]
+    pub databases: Option<usize>,
+    /// Password clients must give with AUTH or HELLO.
+    #[arg(long, env = "CAIRN_REQUIREPASS", hide_env_values = true)]
+    pub requirepass: Option<String>,
+    /// Maximum number of connected clients.
+    #[arg(long, env = "CAIRN_MAXCLIENTS")]
+    pub maxclients: Option<usize>,
+    /// Keyspace shards (rounded up to a power of two).
+    #[arg(long, env = "CAIRN_SHARDS")]
+    pub shards: Option<usize>,
+    /// Log format.
+    #[arg(long, env = "CAIRN_LOG_FORMAT", value_enum)]
+    pub log_format: Option<LogFormat>,
+    /// Log filter (tracing `EnvFilter` syntax, e.g. `info` or `cairn_server=debug`).
+    #[arg(long, env = "CAIRN_LOG_LEVEL")]
+    pub log_level: Option<String>,
+}
+
+/// The resolved configuration the server runs with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    pub port: u16,
+    pub bind: String,
+    pub threads: Option<usize>,
+    pub cpus: Option<String>,
+    pub data_dir: PathBuf,
+    pub databases: usize,
+    pub requirepass: Option<String>,
+    pub maxclients: usize,
+    pub shards: usize,
+    pub log_format: LogFormat,
+    pub log_level: String,
+    /// Where the configuration file was, if any (INFO `config_file`).
+    pub config_file: Option<PathBuf>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            port: 6379,
+            bind: "127.0.0.1".to_string(),
+            threads: None,
+            cpus: None,
+            data_dir: PathBuf::from("./data"),
+            databases: 16,
+            requirepass: None,
+            maxclients: 10_000,
+            shards: cairn_engine::keyspace::DEFAULT_SHARDS,
+            log_format: LogFormat::Text,
+            log_level: "info".to_string(),
+            config_file: None,
+        }
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("invalid config file {path}: {source}")]
+    Parse { path: PathBuf, source: Box<toml::de::Error> },
+    #[error("invalid setting {name}: {reason}")]
+    Invalid { name: &'static str, reason: String },
+}
+
+impl Config {
+    /// Resolves flags/env (`args`) over an optional file over the defaults.
+    pub fn resolve(args: Args) -> Result<Config, ConfigError> {
+        let file = match &args.config {
+            Some(path) => Some(read_file(path)?),
+            None => None,
+        };
+        let file = file.unwrap_or_default();
+        let d = Config::default();
+        let config = Config {
+            port: args.port.or(file.port).unwrap_or(d.port),
+            bind: args.bind.or(file.bind).unwrap_or(d.bind),
+            threads: args.threads.or(file.threads),
+            cpus: args.cpus.or(file.cpus),
+            data_dir: args.data_dir.or(file.data_dir).unwrap_or(d.data_dir),
+            databases: args.databases.or(file.databases).unwrap_or(d.databases),
+            requirepass: args.requirepass.or(file.requirepass).filter(|p| !p.is_empty()),
+            maxclients: args.maxclients.or(file.maxclients).unwrap_or(d.maxclients),
+            shards: args.shards.or(file.shards).unwrap_or(d.shards),
+            log_format: args.log_format.or(file.log_format).unwrap_or(d.log_format),
+            log_level: args.log_level.or(file.log_level).unwrap_or(d.log_level),
+            config_file: args.config,
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let invalid = |name, reason: &str| Err(ConfigError::Invalid { name, reason: reason.to_string() });
+        if self.databases == 0 || self.databases > 10_000 {
+            return invalid("databases", "must be between 1 and 10000");
+        }
+        if self.shards == 0 || self.shards > 1 << 16 {
+            return invalid("shards", "must be between 1 and 65536");
+        }
+        if self.threads == Some(0) || self.threads.is_some_and(|t| t > 1024) {
+            return invalid("threads", "must be between 1 and 1024");
+        }
+        if self.maxclients == 0 {
+            return invalid("maxclients", "must be at least 1");
+        }
+        if let Some(cpus) = &self.cpus {
+            crate::cpus::parse_cpu_list(cpus)
+                .map_err(|e| ConfigError::Invalid { name: "cpus", reason: e.to_string() })?;
+        }
+        Ok(())
+    }
+
+    /// A configuration for tests: an ephemeral port on loopback, one worker,
+    /// and the given data directory.
+    pub fn for_tests(data_dir: &Path) -> Config {
+        Config { port: 0, threads: Some(1), data_dir: data_dir.to_path_buf(), ..Config::default() }
+    }
+}
+
+fn read_file(path: &Path) -> Result<Args, ConfigError> {
+    let text =
+        std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
+    toml::from_str(&text).map_err(|source| ConfigError::Parse { path: path.to_path_buf(), source: Box::new(source) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_override_file_override_defaults() {
+        let dir = std::env::temp_dir().join(format!("cairn-config-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("cairn.toml");
+        std::fs::write(&file, "port = 7000\ndatabases = 4\nbind = \"0.0.0.0\"\n").unwrap();
+        let args = Args::parse_from(["cairn", "--config", file.to_str().unwrap(), "--port", "7001"]);
+        let config = Config::resolve(args).unwrap();
+        assert_eq!(config.port, 7001);
+        assert_eq!(config.databases, 4);
+        assert_eq!(config.bind, "0.0.0.0");
+        assert_eq!(config.data_dir, PathBuf::from("./data"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn bad_values_are_rejected() {
+        let args = Args::parse_from(["cairn", "--databases", "0"]);
+        assert!(Config::resolve(args).is_err());
+        let args = Args::parse_from(["cairn", "--cpus", "x"]);
+        assert!(Config::resolve(args).is_err());
+    }
+
+    #[test]
+    fn unknown_file_keys_are_rejected() {
+        let dir = std::env::temp_dir().join(format!("cairn-config-test2-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("cairn.toml");
+        std::fs::write(&file, "prot = 7000\n").unwrap();
+        let args = Args::parse_from(["cairn", "--config", file.to_str().unwrap()]);
+        assert!(matches!(Config::resolve(args), Err(ConfigError::Parse { .. })));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

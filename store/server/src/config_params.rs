@@ -1,0 +1,269 @@
+//! Runtime parameters: what CONFIG GET reports and CONFIG SET changes.
+//!
+//! Each parameter is declared once in [`PARAMS`] with its kind, default and
+//! whether it can change at runtime. Values the hot path reads are mirrored
+//! into atomics in [`RuntimeConfig`] when set.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+use parking_lot::RwLock;
+
+use crate::config::Config;
+
+/// How a parameter's value is checked and normalized.
+#[derive(Clone, Copy, Debug)]
+pub enum Kind {
+    Bool,
+    Int {
+        min: i64,
+        max: i64,
+    },
+    /// A byte size such as `100mb`; normalized to bytes.
+    Memory {
+        min: u64,
+    },
+    Enum(&'static [&'static str]),
+    Str,
+    /// Reported, but only its current value is accepted: the server does not
+    /// implement other settings yet (the message says so).
+    Fixed,
+}
+
+/// One parameter.
+#[derive(Debug)]
+pub struct Param {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub default: &'static str,
+    pub mutable: bool,
+}
+
+const fn p(name: &'static str, kind: Kind, default: &'static str, mutable: bool) -> Param {
+    Param { name, kind, default, mutable }
+}
+
+const POLICIES: &[&str] = &[
+    "volatile-lru",
+    "volatile-lfu",
+    "volatile-random",
+    "volatile-ttl",
+    "allkeys-lru",
+    "allkeys-lfu",
+    "allkeys-random",
+    "noeviction",
+];
+const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning", "nothing"];
+const INT_MAX: i64 = i32::MAX as i64;
+
+/// Every parameter the server knows.
+pub const PARAMS: &[Param] = &[
+    p("save", Kind::Fixed, "", true),
+    p("appendonly", Kind::Fixed, "no", true),
+    p("appendfsync", Kind::Fixed, "everysec", true),
+    p("appendfilename", Kind::Str, "appendonly.aof", false),
+    p("dbfilename", Kind::Str, "dump.rdb", true),
+    p("databases", Kind::Int { min: 1, max: 10_000 }, "16", false),
+    p("maxclients", Kind::Int { min: 1, max: INT_MAX }, "10000", true),
+    p("maxmemory", Kind::Memory { min: 0 }, "0", true),
+    p("maxmemory-policy", Kind::Enum(POLICIES), "noeviction", true),
+    p("maxmemory-samples", Kind::Int { min: 1, max: 64 }, "5", true),
+    p("timeout", Kind::Int { min: 0, max: INT_MAX }, "0", true),
+    p("requirepass", Kind::Str, "", true),
+    p("port", Kind::Int { min: 0, max: 65535 }, "6379", false),
+    p("bind", Kind::Str, "127.0.0.1", false),
+    p("dir", Kind::Str, "./data", false),
+    p("proto-max-bulk-len", Kind::Memory { min: 1024 * 1024 }, "536870912", true),
+    p("client-query-buffer-limit", Kind::Memory { min: 1024 * 1024 }, "1073741824", true),
+    p("hz", Kind::Int { min: 1, max: 500 }, "10", true),
+    p("loglevel", Kind::Enum(LOGLEVELS), "notice", true),
+    p("active-expire-effort", Kind::Int { min: 1, max: 10 }, "1", true),
+    p("lazyfree-lazy-user-del", Kind::Bool, "no", true),
+    p("lazyfree-lazy-user-flush", Kind::Bool, "no", true),
+    p("lazyfree-lazy-expire", Kind::Bool, "no", true),
+    p("lazyfree-lazy-eviction", Kind::Bool, "no", true),
+    p("lazyfree-lazy-server-del", Kind::Bool, "no", true),
+    p("lfu-log-factor", Kind::Int { min: 0, max: INT_MAX }, "10", true),
+    p("lfu-decay-time", Kind::Int { min: 0, max: INT_MAX }, "1", true),
+    p("latency-tracking", Kind::Bool, "yes", true),
+    p("slowlog-log-slower-than", Kind::Int { min: -1, max: i64::MAX }, "10000", true),
+    p("slowlog-max-len", Kind::Int { min: 0, max: i64::MAX }, "128", true),
+    p("busy-reply-threshold", Kind::Int { min: 0, max: i64::MAX }, "5000", true),
+    p("notify-keyspace-events", Kind::Fixed, "", true),
+    p("tcp-keepalive", Kind::Int { min: 0, max: INT_MAX }, "300", true),
+    p("protected-mode", Kind::Bool, "no", true),
+];
+
+/// Aliases Redis accepts for some parameters.
+const ALIASES: &[(&str, &str)] = &[("lua-time-limit", "busy-reply-threshold")];
+
+/// Finds a parameter by name or alias (case-insensitive).
+pub fn find(name: &str) -> Option<&'static Param> {
+    let lower = name.to_ascii_lowercase();
+    let canonical = ALIASES.iter().find(|(a, _)| *a == lower).map(|(_, c)| *c).unwrap_or(&lower);
+    PARAMS.iter().find(|p| p.name == canonical)
+}
+
+/// Why a value was refused (the text after Redis's "CONFIG SET failed ... - ").
+pub fn check_value(param: &Param, value: &str, current: &str) -> Result<String, String> {
+    match param.kind {
+        Kind::Bool => match value.to_ascii_lowercase().as_str() {
+            "yes" => Ok("yes".into()),
+            "no" => Ok("no".into()),
+            _ => Err("argument must be 'yes' or 'no'".into()),
+        },
+        Kind::Int { min, max } => {
+            let n: i64 = value.parse().map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+            if n < min || n > max {
+                return Err(format!("argument must be between {min} and {max} inclusive"));
+            }
+            Ok(n.to_string())
+        }
+        Kind::Memory { min } => {
+            let n = parse_memory(value).ok_or_else(|| "argument must be a memory value".to_string())?;
+            if n < min {
+                return Err(format!("argument must be between {min} and {} inclusive", i64::MAX));
+            }
+            Ok(n.to_string())
+        }
+        Kind::Enum(options) => {
+            let lower = value.to_ascii_lowercase();
+            if options.contains(&lower.as_str()) {
+                Ok(lower)
+            } else {
+                Err(format!("argument(s) must be one of the following: {}", options.join(", ")))
+            }
+        }
+        Kind::Str => Ok(value.to_string()),
+        Kind::Fixed if value == current => Ok(value.to_string()),
+        Kind::Fixed => Err(format!("Cairn does not support changing '{}' yet (it is '{current}')", param.name)),
+    }
+}
+
+/// Parses `100`, `1k`, `1kb`, `5mb`, `1gb` (k = 1000, kb = 1024, as Redis).
+pub fn parse_memory(text: &str) -> Option<u64> {
+    let lower = text.to_ascii_lowercase();
+    let split = lower.find(|c: char| !c.is_ascii_digit()).unwrap_or(lower.len());
+    let (digits, unit) = lower.split_at(split);
+    let n: u64 = digits.parse().ok()?;
+    let mul: u64 = match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    n.checked_mul(mul)
+}
+
+/// Current parameter values, with hot ones mirrored into atomics.
+#[derive(Debug)]
+pub struct RuntimeConfig {
+    values: RwLock<BTreeMap<&'static str, String>>,
+    pub proto_max_bulk_len: AtomicUsize,
+    pub client_query_buffer_limit: AtomicUsize,
+    pub maxclients: AtomicUsize,
+    pub timeout_secs: AtomicU64,
+    pub lfu_policy: AtomicBool,
+    pub requirepass: RwLock<Option<String>>,
+}
+
+impl RuntimeConfig {
+    pub fn new(config: &Config) -> Self {
+        let mut values: BTreeMap<&'static str, String> =
+            PARAMS.iter().map(|p| (p.name, p.default.to_string())).collect();
+        values.insert("databases", config.databases.to_string());
+        values.insert("maxclients", config.maxclients.to_string());
+        values.insert("port", config.port.to_string());
+        values.insert("bind", config.bind.clone());
+        values.insert("dir", config.data_dir.display().to_string());
+        values.insert("requirepass", config.requirepass.clone().unwrap_or_default());
+        let rc = RuntimeConfig {
+            values: RwLock::new(BTreeMap::new()),
+            proto_max_bulk_len: AtomicUsize::new(0),
+            client_query_buffer_limit: AtomicUsize::new(0),
+            maxclients: AtomicUsize::new(0),
+            timeout_secs: AtomicU64::new(0),
+            lfu_policy: AtomicBool::new(false),
+            requirepass: RwLock::new(None),
+        };
+        for (name, value) in &values {
+            rc.apply(name, value);
+        }
+        *rc.values.write() = values;
+        rc
+    }
+
+    pub fn get(&self, name: &str) -> Option<String> {
+        self.values.read().get(name).cloned()
+    }
+
+    /// All `(name, value)` pairs whose name matches the glob `pattern`.
+    pub fn matching(&self, pattern: &[u8]) -> Vec<(&'static str, String)> {
+        let values = self.values.read();
+        let mut out: Vec<_> = values
+            .iter()
+            .filter(|(name, _)| cairn_engine::glob::matches(pattern, name.as_bytes(), true))
+            .map(|(n, v)| (*n, v.clone()))
+            .collect();
+        for (alias, canonical) in ALIASES {
+            if cairn_engine::glob::matches(pattern, alias.as_bytes(), true) {
+                if let Some(v) = values.get(canonical) {
+                    out.push((alias, v.clone()));
+                }
+            }
+        }
+        out
+    }
+
+    /// Sets already-validated values, all at once.
+    pub fn set_all(&self, pairs: &[(&'static str, String)]) {
+        let mut values = self.values.write();
+        for (name, value) in pairs {
+            self.apply(name, value);
+            values.insert(name, value.clone());
+        }
+    }
+
+    fn apply(&self, name: &str, value: &str) {
+        let as_usize = || value.parse::<usize>().unwrap_or(0);
+        match name {
+            "proto-max-bulk-len" => self.proto_max_bulk_len.store(as_usize(), Ordering::Relaxed),
+            "client-query-buffer-limit" => self.client_query_buffer_limit.store(as_usize(), Ordering::Relaxed),
+            "maxclients" => self.maxclients.store(as_usize(), Ordering::Relaxed),
+            "timeout" => self.timeout_secs.store(as_usize() as u64, Ordering::Relaxed),
+            "maxmemory-policy" => self.lfu_policy.store(value.contains("lfu"), Ordering::Relaxed),
+            "requirepass" => *self.requirepass.write() = Some(value.to_string()).filter(|v| !v.is_empty()),
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_values() {
+        assert_eq!(parse_memory("100"), Some(100));
+        assert_eq!(parse_memory("1kb"), Some(1024));
+        assert_eq!(parse_memory("1k"), Some(1000));
+        assert_eq!(parse_memory("2GB"), Some(2 * 1024 * 1024 * 1024));
+        assert_eq!(parse_memory("x"), None);
+        assert_eq!(parse_memory("1xb"), None);
+    }
+
+    #[test]
+    fn checks() {
+        let maxclients = find("MAXCLIENTS").unwrap();
+        assert_eq!(check_value(maxclients, "10", "1"), Ok("10".into()));
+        assert!(check_value(maxclients, "0", "1").is_err());
+        let save = find("save").unwrap();
+        assert!(check_value(save, "", "").is_ok());
+        assert!(check_value(save, "900 1", "").is_err());
+        assert_eq!(find("lua-time-limit").map(|p| p.name), Some("busy-reply-threshold"));
+    }
+}

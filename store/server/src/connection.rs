@@ -1,0 +1,189 @@
+//! One client connection: read a batch of pipelined requests, execute them
+//! all, and answer the whole batch with one write.
+
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cairn_protocol::{parse_request, Argv, Limits, Parsed, ReplyWriter};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::client::{Client, ClientHandle};
+use crate::commands::{dispatch, Ctx};
+use crate::server::Server;
+use crate::stats::WorkerStats;
+
+/// Smallest free space kept in the read buffer before a read.
+const READ_CHUNK: usize = 16 * 1024;
+/// Buffers above this size are shrunk back when idle.
+const SHRINK_ABOVE: usize = 1024 * 1024;
+
+/// Removes the client from the registry however the connection ends.
+struct Registration<'a> {
+    server: &'a Server,
+    id: u64,
+}
+
+impl Drop for Registration<'_> {
+    fn drop(&mut self) {
+        self.server.clients.unregister(self.id);
+    }
+}
+
+/// Serves one connection until it closes, is killed, or the server stops.
+pub async fn serve(
+    server: Arc<Server>,
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    worker: usize,
+    stats: Arc<WorkerStats>,
+) {
+    stats.connections_received.add(1);
+    let _ = stream.set_nodelay(true);
+    let maxclients = server.runtime.maxclients.load(Ordering::Relaxed);
+    if server.clients.len() >= maxclients {
+        stats.rejected_connections.add(1);
+        let _ = stream.write_all(b"-ERR max number of clients reached\r\n").await;
+        return;
+    }
+    let local = stream.local_addr().unwrap_or(peer);
+    let now = cairn_engine::clock::now_ms();
+    let handle = Arc::new(ClientHandle::new(server.clients.next_id(), peer, local, stream.as_raw_fd(), worker, now));
+    server.clients.register(handle.clone());
+    let _registration = Registration { server: &server, id: handle.id };
+    let mut client = Client::new(handle.clone(), server.requires_auth());
+    if let Err(e) = connection_loop(&server, &mut stream, &mut client, &stats).await {
+        tracing::debug!(client = handle.id, error = %e, "connection closed with an error");
+    }
+}
+
+/// Why a connection loop ended early.
+#[derive(Debug, thiserror::Error)]
+enum ConnectionEnd {
+    #[error("i/o: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("query buffer of {0} bytes exceeds client-query-buffer-limit")]
+    QueryBufferLimit(usize),
+}
+
+async fn connection_loop(
+    server: &Server,
+    stream: &mut TcpStream,
+    client: &mut Client,
+    stats: &WorkerStats,
+) -> Result<(), ConnectionEnd> {
+    let mut input: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    let mut output: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    let mut argv = Argv::default();
+    let handle = client.handle.clone();
+    loop {
+        if input.capacity() - input.len() < READ_CHUNK / 4 {
+            input.reserve(READ_CHUNK.max(input.len()));
+        }
+        let n = tokio::select! {
+            biased;
+            _ = handle.killed() => return Ok(()),
+            _ = server.shutdown.wait() => return Ok(()),
+            read = read_with_timeout(server, stream, &mut input) => read?,
+        };
+        if n == 0 {
+            return Ok(());
+        }
+        stats.net_input_bytes.add(n as u64);
+        let consumed = execute_batch(server, client, stats, &input, &mut argv, &mut output);
+        input.drain(..consumed);
+        if !output.is_empty() {
+            stream.write_all(&output).await?;
+            stats.net_output_bytes.add(output.len() as u64);
+            output.clear();
+        }
+        if client.close_after_reply {
+            return Ok(());
+        }
+        let limit = server.runtime.client_query_buffer_limit.load(Ordering::Relaxed);
+        if input.len() > limit {
+            tracing::warn!(
+                client = client.id(),
+                bytes = input.len(),
+                "closing client that reached max query buffer length"
+            );
+            return Err(ConnectionEnd::QueryBufferLimit(input.len()));
+        }
+        shrink_if_idle(&mut input);
+        shrink_if_idle(&mut output);
+    }
+}
+
+/// Reads more bytes, honouring CONFIG `timeout` (idle clients are closed).
+async fn read_with_timeout(server: &Server, stream: &mut TcpStream, input: &mut Vec<u8>) -> std::io::Result<usize> {
+    let timeout = server.runtime.timeout_secs.load(Ordering::Relaxed);
+    if timeout == 0 {
+        return stream.read_buf(input).await;
+    }
+    match tokio::time::timeout(Duration::from_secs(timeout), stream.read_buf(input)).await {
+        Ok(read) => read,
+        Err(_) => Ok(0),
+    }
+}
+
+fn shrink_if_idle(buf: &mut Vec<u8>) {
+    if buf.is_empty() && buf.capacity() > SHRINK_ABOVE {
+        *buf = Vec::with_capacity(READ_CHUNK);
+    }
+}
+
+/// Executes every complete request in `input`, appending replies to `output`;
+/// returns how many input bytes were consumed.
+fn execute_batch(
+    server: &Server,
+    client: &mut Client,
+    stats: &WorkerStats,
+    input: &[u8],
+    argv: &mut Argv,
+    output: &mut Vec<u8>,
+) -> usize {
+    let limits = Limits {
+        max_bulk_len: server.runtime.proto_max_bulk_len.load(Ordering::Relaxed),
+        unauthenticated: !client.authenticated,
+        ..Limits::default()
+    };
+    let protocol = client.protocol;
+    let mut ctx = Ctx { server, client, out: ReplyWriter::new(output, protocol), stats, now_ms: 0 };
+    // One argument vector for the whole batch: emptied after each command and
+    // recycled (same allocation) so the borrow of `argv` ends each time.
+    let mut spare: Vec<&'static [u8]> = Vec::with_capacity(8);
+    let mut pos = 0;
+    while pos < input.len() && !ctx.client.close_after_reply {
+        match parse_request(&input[pos..], argv, &limits) {
+            Ok(Parsed::Incomplete) => break,
+            Ok(Parsed::Complete { consumed }) => {
+                let mut args: Vec<&[u8]> = spare;
+                argv.slices(&input[pos..], &mut args);
+                if !args.is_empty() {
+                    ctx.now_ms = cairn_engine::clock::now_ms();
+                    dispatch(&mut ctx, &args);
+                }
+                spare = recycle(args);
+                pos += consumed;
+            }
+            Err(e) => {
+                tracing::debug!(client = ctx.client.id(), error = %e, "protocol error");
+                ctx.out.error(&e.to_string());
+                ctx.client.close_after_reply = true;
+                pos = input.len();
+            }
+        }
+    }
+    ctx.client.handle.last_interaction_ms.store(cairn_engine::clock::now_ms(), Ordering::Relaxed);
+    pos
+}
+
+/// Empties a vector of borrowed slices and returns its allocation with a
+/// `'static` element type (in-place collection reuses the buffer).
+fn recycle(mut args: Vec<&[u8]>) -> Vec<&'static [u8]> {
+    args.clear();
+    args.into_iter().map(|_| -> &'static [u8] { &[] }).collect()
+}

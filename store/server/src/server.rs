@@ -1,0 +1,107 @@
+//! State shared by all workers: the keyspace, the configuration, the clients
+//! and the statistics.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use cairn_engine::Keyspace;
+use parking_lot::Mutex;
+
+use crate::client::ClientRegistry;
+use crate::config::Config;
+use crate::config_params::RuntimeConfig;
+use crate::shutdown::Shutdown;
+use crate::stats::{Totals, WorkerStats};
+
+/// The server's shared state.
+#[derive(Debug)]
+pub struct Server {
+    pub config: Config,
+    pub runtime: RuntimeConfig,
+    pub keyspace: Keyspace,
+    pub clients: ClientRegistry,
+    pub workers: Vec<Arc<WorkerStats>>,
+    pub shutdown: Shutdown,
+    pub started: Instant,
+    pub started_ms: u64,
+    /// 40 hex characters, new at every start (INFO run_id).
+    pub run_id: String,
+    /// The actual TCP port (differs from the configured one when that is 0).
+    pub port: u16,
+    /// Counters as they were at the last CONFIG RESETSTAT.
+    stats_baseline: Mutex<Totals>,
+    /// Unix seconds of the last successful save (LASTSAVE).
+    pub last_save_secs: std::sync::atomic::AtomicU64,
+    ops_sampler: Mutex<OpsSampler>,
+}
+
+/// instantaneous_ops_per_sec: the mean rate over the last 16 samples, as Redis.
+#[derive(Debug, Default)]
+struct OpsSampler {
+    last_commands: u64,
+    last_ms: u64,
+    rates: [u64; 16],
+    next: usize,
+}
+
+impl Server {
+    pub fn new(config: Config, port: u16, num_workers: usize, shutdown: Shutdown) -> Server {
+        let num_commands = crate::commands::table::count();
+        let started_ms = cairn_engine::clock::now_ms();
+        Server {
+            runtime: RuntimeConfig::new(&config),
+            keyspace: Keyspace::new(config.databases, config.shards),
+            clients: ClientRegistry::default(),
+            workers: (0..num_workers).map(|_| Arc::new(WorkerStats::new(num_commands))).collect(),
+            shutdown,
+            started: Instant::now(),
+            started_ms,
+            run_id: new_run_id(),
+            port,
+            stats_baseline: Mutex::new(Totals::default()),
+            last_save_secs: std::sync::atomic::AtomicU64::new(started_ms / 1000),
+            ops_sampler: Mutex::new(OpsSampler { last_ms: started_ms, ..OpsSampler::default() }),
+            config,
+        }
+    }
+
+    /// Statistics since start or the last CONFIG RESETSTAT.
+    pub fn totals(&self) -> Totals {
+        let now = Totals::collect(&self.workers, crate::commands::table::count());
+        now.since(&self.stats_baseline.lock())
+    }
+
+    /// CONFIG RESETSTAT.
+    pub fn reset_stats(&self) {
+        *self.stats_baseline.lock() = Totals::collect(&self.workers, crate::commands::table::count());
+    }
+
+    /// Records one ops/s sample (called every 100 ms by worker 0).
+    pub fn sample_ops(&self) {
+        let commands = Totals::collect(&self.workers, crate::commands::table::count()).commands;
+        let now = cairn_engine::clock::now_ms();
+        let mut s = self.ops_sampler.lock();
+        let elapsed = now.saturating_sub(s.last_ms).max(1);
+        let index = s.next % s.rates.len();
+        s.rates[index] = commands.saturating_sub(s.last_commands) * 1000 / elapsed;
+        s.next += 1;
+        s.last_commands = commands;
+        s.last_ms = now;
+    }
+
+    pub fn ops_per_sec(&self) -> u64 {
+        let s = self.ops_sampler.lock();
+        s.rates.iter().sum::<u64>() / s.rates.len() as u64
+    }
+
+    /// Whether new connections must authenticate.
+    pub fn requires_auth(&self) -> bool {
+        self.runtime.requirepass.read().is_some()
+    }
+}
+
+fn new_run_id() -> String {
+    use rand::Rng;
+    let mut rng = rand::thread_rng();
+    (0..40).map(|_| char::from(b"0123456789abcdef"[rng.gen_range(0..16)])).collect()
+}

@@ -1,0 +1,146 @@
+//! Statistics, kept per worker so the hot path never touches a shared cache
+//! line: each counter has a single writer (its worker thread) and is summed
+//! by readers (INFO) on demand. CONFIG RESETSTAT records a baseline instead of
+//! writing to other threads' counters.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+
+/// A counter written by one thread only: an increment is a plain load and
+/// store, not a locked read-modify-write.
+#[derive(Debug, Default)]
+pub struct LocalCounter(AtomicU64);
+
+impl LocalCounter {
+    #[inline]
+    pub fn add(&self, n: u64) {
+        self.0.store(self.0.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+    }
+
+    #[inline]
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Per-command counters (INFO commandstats).
+#[derive(Debug, Default)]
+pub struct CommandCounters {
+    pub calls: LocalCounter,
+    pub usec: LocalCounter,
+    pub rejected: LocalCounter,
+    pub failed: LocalCounter,
+}
+
+/// One worker's statistics.
+#[derive(Debug)]
+pub struct WorkerStats {
+    pub commands: LocalCounter,
+    pub net_input_bytes: LocalCounter,
+    pub net_output_bytes: LocalCounter,
+    pub connections_received: LocalCounter,
+    pub rejected_connections: LocalCounter,
+    pub expired_keys: LocalCounter,
+    pub keyspace_hits: LocalCounter,
+    pub keyspace_misses: LocalCounter,
+    pub error_replies: LocalCounter,
+    pub per_command: Box<[CommandCounters]>,
+    /// Error replies by their first word (INFO errorstats). Only touched when
+    /// an error is sent.
+    pub errors: Mutex<HashMap<String, u64>>,
+}
+
+impl WorkerStats {
+    pub fn new(num_commands: usize) -> Self {
+        WorkerStats {
+            commands: LocalCounter::default(),
+            net_input_bytes: LocalCounter::default(),
+            net_output_bytes: LocalCounter::default(),
+            connections_received: LocalCounter::default(),
+            rejected_connections: LocalCounter::default(),
+            expired_keys: LocalCounter::default(),
+            keyspace_hits: LocalCounter::default(),
+            keyspace_misses: LocalCounter::default(),
+            error_replies: LocalCounter::default(),
+            per_command: (0..num_commands).map(|_| CommandCounters::default()).collect(),
+            errors: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn record_error(&self, code: &str) {
+        self.error_replies.add(1);
+        *self.errors.lock().entry(code.to_string()).or_insert(0) += 1;
+    }
+}
+
+/// Totals over all workers.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Totals {
+    pub commands: u64,
+    pub net_input_bytes: u64,
+    pub net_output_bytes: u64,
+    pub connections_received: u64,
+    pub rejected_connections: u64,
+    pub expired_keys: u64,
+    pub keyspace_hits: u64,
+    pub keyspace_misses: u64,
+    pub error_replies: u64,
+    /// calls, usec, rejected, failed per command index.
+    pub per_command: Vec<[u64; 4]>,
+    pub errors: HashMap<String, u64>,
+}
+
+impl Totals {
+    /// Sums the workers' counters.
+    pub fn collect(workers: &[std::sync::Arc<WorkerStats>], num_commands: usize) -> Totals {
+        let mut t = Totals { per_command: vec![[0; 4]; num_commands], ..Totals::default() };
+        for w in workers {
+            t.commands += w.commands.get();
+            t.net_input_bytes += w.net_input_bytes.get();
+            t.net_output_bytes += w.net_output_bytes.get();
+            t.connections_received += w.connections_received.get();
+            t.rejected_connections += w.rejected_connections.get();
+            t.expired_keys += w.expired_keys.get();
+            t.keyspace_hits += w.keyspace_hits.get();
+            t.keyspace_misses += w.keyspace_misses.get();
+            t.error_replies += w.error_replies.get();
+            for (i, c) in w.per_command.iter().enumerate() {
+                let cell = &mut t.per_command[i];
+                cell[0] += c.calls.get();
+                cell[1] += c.usec.get();
+                cell[2] += c.rejected.get();
+                cell[3] += c.failed.get();
+            }
+            for (code, n) in w.errors.lock().iter() {
+                *t.errors.entry(code.clone()).or_insert(0) += n;
+            }
+        }
+        t
+    }
+
+    /// `self - baseline`, saturating (for CONFIG RESETSTAT).
+    pub fn since(mut self, baseline: &Totals) -> Totals {
+        let sub = |a: &mut u64, b: u64| *a = a.saturating_sub(b);
+        sub(&mut self.commands, baseline.commands);
+        sub(&mut self.net_input_bytes, baseline.net_input_bytes);
+        sub(&mut self.net_output_bytes, baseline.net_output_bytes);
+        sub(&mut self.connections_received, baseline.connections_received);
+        sub(&mut self.rejected_connections, baseline.rejected_connections);
+        sub(&mut self.expired_keys, baseline.expired_keys);
+        sub(&mut self.keyspace_hits, baseline.keyspace_hits);
+        sub(&mut self.keyspace_misses, baseline.keyspace_misses);
+        sub(&mut self.error_replies, baseline.error_replies);
+        for (cell, base) in self.per_command.iter_mut().zip(&baseline.per_command) {
+            for (a, b) in cell.iter_mut().zip(base) {
+                sub(a, *b);
+            }
+        }
+        for (code, n) in self.errors.iter_mut() {
+            sub(n, baseline.errors.get(code).copied().unwrap_or(0));
+        }
+        self.errors.retain(|_, n| *n > 0);
+        self
+    }
+}

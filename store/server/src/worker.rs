@@ -1,0 +1,91 @@
+//! Worker threads: each is pinned to one CPU and runs its own single-threaded
+//! event loop with its own listener. A connection lives on the worker that
+//! accepted it; workers share only the keyspace (sharded locks) and the
+//! client registry (touched on connect and disconnect).
+
+use std::net::TcpListener as StdListener;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::task::LocalSet;
+
+use crate::server::Server;
+
+/// How often each worker runs active expiry over its share of the shards.
+const EXPIRE_PERIOD: Duration = Duration::from_millis(100);
+/// Most keys one shard's table may expire per pass, bounding the pause.
+const EXPIRE_BUDGET_PER_SHARD: usize = 200;
+
+/// Starts worker `index` on its own thread.
+pub fn spawn(
+    server: Arc<Server>,
+    index: usize,
+    cpu: Option<usize>,
+    listener: StdListener,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new().name(format!("cairn-worker-{index}")).spawn(move || {
+        if let Some(cpu) = cpu {
+            if !core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
+                tracing::warn!(worker = index, cpu, "could not pin worker to CPU");
+            }
+        }
+        let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            Ok(rt) => rt,
+            Err(e) => {
+                tracing::error!(worker = index, error = %e, "cannot build the worker's event loop");
+                server.shutdown.trigger();
+                return;
+            }
+        };
+        let local = LocalSet::new();
+        local.block_on(&runtime, run(server, index, listener));
+    })
+}
+
+async fn run(server: Arc<Server>, index: usize, listener: StdListener) {
+    let listener = match TcpListener::from_std(listener) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!(worker = index, error = %e, "cannot register the listener");
+            server.shutdown.trigger();
+            return;
+        }
+    };
+    tokio::task::spawn_local(housekeeping(server.clone(), index));
+    let stats = server.workers[index].clone();
+    loop {
+        tokio::select! {
+            _ = server.shutdown.wait() => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    tokio::task::spawn_local(crate::connection::serve(server.clone(), stream, peer, index, stats.clone()));
+                }
+                Err(e) => {
+                    tracing::warn!(worker = index, error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            },
+        }
+    }
+}
+
+/// Periodic work: active expiry of this worker's shards, and (worker 0) the
+/// ops/s sampler.
+async fn housekeeping(server: Arc<Server>, index: usize) {
+    let workers = server.workers.len();
+    let stats = server.workers[index].clone();
+    let mut tick = tokio::time::interval(EXPIRE_PERIOD);
+    loop {
+        tokio::select! {
+            _ = server.shutdown.wait() => return,
+            _ = tick.tick() => {}
+        }
+        let now = cairn_engine::clock::now_ms();
+        let expired = server.keyspace.expire_cycle(index, workers, now, EXPIRE_BUDGET_PER_SHARD);
+        stats.expired_keys.add(expired as u64);
+        if index == 0 {
+            server.sample_ops();
+        }
+    }
+}
