@@ -55,6 +55,11 @@ impl<'a> ReplyWriter<'a> {
         self.version
     }
 
+    /// Switches protocol (HELLO, RESET); later replies use the new one.
+    pub fn set_version(&mut self, version: ProtocolVersion) {
+        self.version = version;
+    }
+
     pub fn is_resp3(&self) -> bool {
         self.version == ProtocolVersion::Resp3
     }
