@@ -662,6 +662,9 @@ def render_section(args: argparse.Namespace, argv: list[str], servers: list[Serv
              reproduce_command(argv),
              "```",
              ""]
+    if args.quick:
+        lines += ["**Quick mode: a smoke test of the harness, not a measurement.** Run without "
+                  "`--quick` on an otherwise idle machine for numbers to quote.", ""]
     lines += machine_description(args)
     lines += [f"- Redis: {redis.spec.version or args.redis_bin}; durability: "
               f"{redis.spec.durability}",
@@ -703,7 +706,8 @@ def write_section(path: Path, section: str) -> None:
     text = path.read_text() if path.exists() else "# Benchmarks\n\n"
     start, end = text.find(SECTION_BEGIN), text.find(SECTION_END)
     if start != -1 and end > start:
-        text = text[:start] + section + text[end + len(SECTION_END):].lstrip("\n")
+        rest = text[end + len(SECTION_END):].lstrip("\n")
+        text = text[:start] + section + ("\n" + rest if rest else "")
     else:
         text = text.rstrip("\n") + "\n\n" + section
     path.parent.mkdir(parents=True, exist_ok=True)
