@@ -68,7 +68,8 @@ REDIS_VERSION = "7.0.15"
 # tests/README.md advises for servers that do not permit SYNC: Cairn has no replication, and the
 # error such a test hits is an exception that would abort the rest of its unit.
 RUNTEST_FLAGS = ["--clients", "1", "--tags", "-needs:repl"]
-UNIT_TIMEOUT_S = 300
+# Redis's slowest gate unit takes ~15 s; a hung test should not hold CI for long.
+UNIT_TIMEOUT_S = 120
 SERVER_READY_TIMEOUT_S = 15
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
 STATUS_LINE = re.compile(r"^\[(ok|err|exception|skip|ignore)\]: (.*)$")
@@ -86,6 +87,7 @@ class UnitResult:
     failures: list[tuple[str, str]] = dataclasses.field(default_factory=list)
     completed: bool = False
     seconds: float = 0.0
+    commands: list[str] = dataclasses.field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         return {
@@ -159,6 +161,28 @@ def answers_ping(port: int) -> bool:
             return sock.recv(64).startswith(b"+PONG")
     except OSError:
         return False
+
+
+def read_resp_bulk(sock: socket.socket) -> bytes:
+    """Reads one bulk-string reply (what INFO returns) from a raw socket."""
+    data = b""
+    while b"\r\n" not in data:
+        data += sock.recv(65536)
+    header, rest = data.split(b"\r\n", 1)
+    if not header.startswith(b"$"):
+        raise RuntimeError(f"unexpected reply {header!r}")
+    length = int(header[1:])
+    while len(rest) < length:
+        rest += sock.recv(65536)
+    return rest[:length]
+
+
+def commands_called(port: int) -> list[str]:
+    """Commands the server has executed since it started, from INFO commandstats."""
+    with socket.create_connection((HOST, port), timeout=5) as sock:
+        sock.sendall(b"*2\r\n$4\r\nINFO\r\n$12\r\ncommandstats\r\n")
+        info = read_resp_bulk(sock).decode(errors="replace")
+    return sorted(m.group(1) for m in re.finditer(r"^cmdstat_([^:]+):", info, re.MULTILINE))
 
 
 class Server:
@@ -260,12 +284,30 @@ def exception_context(lines: list[str]) -> tuple[str, str]:
     return name, issued[0]
 
 
+def failure_message(following: list[str]) -> str:
+    """The message after an [err] line. Under --durable the framework cuts the first 10
+    characters of a non-assertion error, but the stack trace after it starts with the whole."""
+    message = following[0].strip() if following else ""
+    if len(following) > 1 and following[1].strip() != message and following[1].strip().endswith(message):
+        return following[1].strip()
+    return message
+
+
+def timed_out_test(lines: list[str]) -> str:
+    """The test in progress when runtest's own --timeout fired (from its clients state report)."""
+    for line in lines[1:6]:
+        match = re.search(r"=> \(IN PROGRESS\) (.*)$", line)
+        if match:
+            return match.group(1)
+    return "runtest timeout"
+
+
 def parse_runtest_output(unit: str, output: str) -> UnitResult:
     result = UnitResult(unit)
     lines = [ANSI_ESCAPE.sub("", line) for line in output.splitlines()]
     for index, line in enumerate(lines):
         if line.startswith("[TIMEOUT]"):
-            result.add_exception("runtest timeout", "no progress within --timeout")
+            result.add_exception(timed_out_test(lines[index:]), "no progress within runtest's --timeout")
             continue
         if re.match(r"^\[\d+/\d+ done\]: ", line):
             result.completed = True
@@ -281,8 +323,7 @@ def parse_runtest_output(unit: str, output: str) -> UnitResult:
         elif status == "err":
             result.failed += 1
             name = re.sub(r" in tests/unit/\S+\.tcl$", "", data)
-            error = lines[index + 1].strip() if index + 1 < len(lines) else ""
-            result.failures.append((name, error))
+            result.failures.append((name, failure_message(lines[index + 1:index + 3])))
         elif status == "exception":
             error = re.sub(r"^Executing test client: ", "", data).rstrip(".")
             name, command = exception_context(lines[index:])
@@ -307,6 +348,8 @@ def run_unit(kind: str, unit: str, src: Path, args: argparse.Namespace) -> UnitR
             print(output)
         result = parse_runtest_output(unit, output)
         note_abnormal_end(result, server, timed_out)
+        if args.commands and server.exit_code() is None:
+            result.commands = commands_called(server.port)
         return result
     finally:
         server.stop()
@@ -337,6 +380,8 @@ def run_units(kind: str, units: list[str], src: Path, args: argparse.Namespace) 
         result.seconds = time.monotonic() - started
         print(f"    passed {result.passed}, failed {result.failed}, exceptions {result.exceptions}, "
               f"skipped {result.skipped} ({result.seconds:.0f}s)", flush=True)
+        if result.commands:
+            print(f"    commands called: {' '.join(result.commands)}", flush=True)
         results[unit] = result
     return results
 
@@ -525,7 +570,7 @@ def main() -> int:
     servers = servers_to_run(args)
     if "cairn" in servers:
         require_cairn(args)
-    src = redis_source_tree()
+    src = args.redis_src or redis_source_tree()
     started = time.monotonic()
 
     results = {kind: run_units(kind, units, src, args) for kind in servers}
@@ -558,12 +603,15 @@ def parse_args() -> argparse.Namespace:
                         help="server(s) to test (default: cairn; both with --write-doc)")
     parser.add_argument("--unit", action="append", help="run only this unit (repeatable)")
     parser.add_argument("--cairn-bin", type=Path, default=DEFAULT_CAIRN_BIN)
+    parser.add_argument("--redis-src", type=Path, help="Redis source tree (default: fetch-redis-src.sh's)")
     parser.add_argument("--unit-timeout", type=int, default=UNIT_TIMEOUT_S,
                         help="seconds per unit before runtest and the server are killed")
     parser.add_argument("--retries", type=int, default=1, help="--check: reruns of units below the ratchet")
     parser.add_argument("--durable", action="store_true",
                         help="diagnostics: pass --durable so exceptions do not abort units")
     parser.add_argument("--verbose", action="store_true", help="print runtest's output")
+    parser.add_argument("--commands", action="store_true",
+                        help="print the commands each unit made the server run (INFO commandstats)")
     args = parser.parse_args()
     if args.check and args.server not in (None, "cairn"):
         parser.error("--check runs cairn only")
