@@ -1,0 +1,64 @@
+//! Pure builders: one Kubernetes object per file, computed from the custom resource alone
+//! (plus the volume plan). No I/O here: the reconcilers apply what these return.
+
+pub mod configmap;
+pub mod job;
+pub mod pdb;
+pub mod service_client;
+pub mod service_headless;
+pub mod statefulset;
+
+use k8s_openapi::api::core::v1::{Capabilities, PodSecurityContext, SeccompProfile, SecurityContext};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::Resource;
+
+use crate::store_contract::RUN_AS_USER;
+
+/// Metadata of an owned object: name, namespace, labels and the controller owner reference
+/// (absent when the owner has no uid yet, as in `cairn-operator render`).
+pub fn owned_meta<K: Resource<DynamicType = ()>>(
+    owner: &K,
+    name: String,
+    labels: std::collections::BTreeMap<String, String>,
+) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name),
+        namespace: owner.meta().namespace.clone(),
+        labels: Some(labels),
+        owner_references: owner_reference(owner).map(|r| vec![r]),
+        ..ObjectMeta::default()
+    }
+}
+
+fn owner_reference<K: Resource<DynamicType = ()>>(owner: &K) -> Option<OwnerReference> {
+    owner.controller_owner_ref(&())
+}
+
+/// Pod security: non-root, RuntimeDefault seccomp, the data volume group-owned by the user.
+pub fn pod_security_context() -> PodSecurityContext {
+    PodSecurityContext {
+        run_as_non_root: Some(true),
+        run_as_user: Some(RUN_AS_USER),
+        run_as_group: Some(RUN_AS_USER),
+        fs_group: Some(RUN_AS_USER),
+        fs_group_change_policy: Some("OnRootMismatch".into()),
+        seccomp_profile: Some(SeccompProfile { type_: "RuntimeDefault".into(), ..SeccompProfile::default() }),
+        ..PodSecurityContext::default()
+    }
+}
+
+/// Container security: read-only root filesystem, no privilege escalation, no capabilities.
+pub fn container_security_context() -> SecurityContext {
+    SecurityContext {
+        allow_privilege_escalation: Some(false),
+        read_only_root_filesystem: Some(true),
+        run_as_non_root: Some(true),
+        capabilities: Some(Capabilities { drop: Some(vec!["ALL".into()]), ..Capabilities::default() }),
+        ..SecurityContext::default()
+    }
+}
+
+/// FNV-1a 64: a stable hash (across Rust versions) for the config-hash annotation.
+pub fn fnv1a64(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3))
+}

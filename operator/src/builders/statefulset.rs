@@ -1,0 +1,383 @@
+//! The StatefulSet running the `cairn` server: one pod per replica, a data volume claim per
+//! pod sized by the volume plan, whole CPUs with requests = limits (Guaranteed QoS, exclusive
+//! cores under the static CPU manager), probes on the admin port, and a locked-down pod.
+
+use std::collections::BTreeMap;
+
+use cairn_crds::KVStore;
+use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetPersistentVolumeClaimRetentionPolicy, StatefulSetSpec};
+use k8s_openapi::api::core::v1::{
+    ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource, HTTPGetAction,
+    PersistentVolumeClaim, PersistentVolumeClaimSpec, PodSpec, PodTemplateSpec, Probe, ResourceRequirements,
+    SecretKeySelector, SecretVolumeSource, TopologySpreadConstraint, Volume, VolumeMount, VolumeResourceRequirements,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+use super::{container_security_context, fnv1a64, owned_meta, pod_security_context};
+use crate::labels::{
+    config_map_name, headless_service_name, selector_labels, store_labels, CONFIG_HASH_ANNOTATION, DATA_VOLUME,
+};
+use crate::sizing::VolumePlan;
+use crate::store_contract as sc;
+
+/// Name of the server container.
+pub const CONTAINER: &str = "cairn";
+
+/// The server's command line.
+pub fn args(store: &KVStore) -> Vec<String> {
+    let spec = &store.spec;
+    let mut args = vec![
+        sc::FLAG_BIND.into(),
+        sc::BIND_ALL.into(),
+        sc::FLAG_RESP_PORT.into(),
+        spec.ports.resp.to_string(),
+        sc::FLAG_NATIVE_PORT.into(),
+        spec.ports.native.to_string(),
+        sc::FLAG_ADMIN_PORT.into(),
+        spec.ports.admin.to_string(),
+        sc::FLAG_DATA_DIR.into(),
+        sc::DATA_DIR.into(),
+        sc::FLAG_DURABILITY.into(),
+        spec.durability.as_flag().into(),
+        sc::FLAG_THREADS.into(),
+        spec.cpus.to_string(),
+        sc::FLAG_CONFIG.into(),
+        format!("{}/{}", sc::CONFIG_DIR, sc::CONFIG_FILE_NAME),
+        sc::FLAG_LOG_FORMAT.into(),
+        sc::LOG_FORMAT_JSON.into(),
+    ];
+    if spec.tls_secret.is_some() {
+        for (flag, file) in [(sc::FLAG_TLS_CERT, "tls.crt"), (sc::FLAG_TLS_KEY, "tls.key"), (sc::FLAG_TLS_CA, "ca.crt")]
+        {
+            args.push(flag.into());
+            args.push(format!("{}/{file}", sc::TLS_DIR));
+        }
+    }
+    args
+}
+
+fn http_probe(path: &str, period: i32, failures: i32) -> Probe {
+    Probe {
+        http_get: Some(HTTPGetAction {
+            path: Some(path.into()),
+            port: IntOrString::String("admin".into()),
+            scheme: Some("HTTP".into()),
+            ..HTTPGetAction::default()
+        }),
+        period_seconds: Some(period),
+        timeout_seconds: Some(2),
+        failure_threshold: Some(failures),
+        ..Probe::default()
+    }
+}
+
+fn mount(name: &str, path: &str, read_only: bool) -> VolumeMount {
+    VolumeMount { name: name.into(), mount_path: path.into(), read_only: Some(read_only), ..VolumeMount::default() }
+}
+
+fn container(store: &KVStore, memory: &str) -> Container {
+    let spec = &store.spec;
+    let cpus = Quantity(spec.cpus.to_string());
+    let limits = BTreeMap::from([("cpu".to_string(), cpus), ("memory".to_string(), Quantity(memory.to_string()))]);
+    let env = spec.auth_secret.as_ref().map(|secret| {
+        vec![EnvVar {
+            name: sc::ENV_REQUIREPASS.into(),
+            value_from: Some(EnvVarSource {
+                secret_key_ref: Some(SecretKeySelector {
+                    name: secret.name.clone(),
+                    key: secret.key.clone(),
+                    optional: Some(false),
+                }),
+                ..EnvVarSource::default()
+            }),
+            ..EnvVar::default()
+        }]
+    });
+    let mut mounts = vec![
+        mount(DATA_VOLUME, sc::DATA_DIR, false),
+        mount("config", sc::CONFIG_DIR, true),
+        mount("tmp", sc::TMP_DIR, false),
+    ];
+    if spec.tls_secret.is_some() {
+        mounts.push(mount("tls", sc::TLS_DIR, true));
+    }
+    Container {
+        name: CONTAINER.into(),
+        image: Some(spec.image.clone()),
+        image_pull_policy: spec.image_pull_policy.map(|p| p.as_str().into()),
+        command: Some(vec![sc::SERVER_BINARY.into()]),
+        args: Some(args(store)),
+        env,
+        ports: Some(
+            [("resp", spec.ports.resp), ("native", spec.ports.native), ("admin", spec.ports.admin)]
+                .into_iter()
+                .map(|(name, port)| ContainerPort {
+                    name: Some(name.into()),
+                    container_port: port,
+                    protocol: Some("TCP".into()),
+                    ..ContainerPort::default()
+                })
+                .collect(),
+        ),
+        resources: Some(ResourceRequirements {
+            requests: Some(limits.clone()),
+            limits: Some(limits),
+            ..ResourceRequirements::default()
+        }),
+        // Recovery (snapshot load + WAL replay) may take a while: the startup probe allows
+        // 10 minutes before liveness takes over.
+        startup_probe: Some(http_probe(sc::HEALTHZ_PATH, 5, 120)),
+        liveness_probe: Some(http_probe(sc::HEALTHZ_PATH, 10, 3)),
+        readiness_probe: Some(http_probe(sc::READYZ_PATH, 5, 2)),
+        security_context: Some(container_security_context()),
+        volume_mounts: Some(mounts),
+        termination_message_policy: Some("FallbackToLogsOnError".into()),
+        ..Container::default()
+    }
+}
+
+fn volumes(store: &KVStore) -> Vec<Volume> {
+    let name = store.metadata.name.clone().unwrap_or_default();
+    let mut volumes = vec![
+        Volume {
+            name: "config".into(),
+            config_map: Some(ConfigMapVolumeSource {
+                name: config_map_name(&name),
+                ..ConfigMapVolumeSource::default()
+            }),
+            ..Volume::default()
+        },
+        Volume {
+            name: "tmp".into(),
+            empty_dir: Some(EmptyDirVolumeSource {
+                size_limit: Some(Quantity("64Mi".into())),
+                ..EmptyDirVolumeSource::default()
+            }),
+            ..Volume::default()
+        },
+    ];
+    if let Some(tls) = &store.spec.tls_secret {
+        volumes.push(Volume {
+            name: "tls".into(),
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(tls.name.clone()),
+                default_mode: Some(0o440),
+                ..SecretVolumeSource::default()
+            }),
+            ..Volume::default()
+        });
+    }
+    volumes
+}
+
+fn topology_spread(store: &KVStore, name: &str) -> Option<Vec<TopologySpreadConstraint>> {
+    let constraints = &store.spec.scheduling.topology_spread_constraints;
+    if constraints.is_empty() {
+        return None;
+    }
+    Some(
+        constraints
+            .iter()
+            .cloned()
+            .map(|mut c| {
+                if c.label_selector.is_none() {
+                    c.label_selector =
+                        Some(LabelSelector { match_labels: Some(selector_labels(name)), ..LabelSelector::default() });
+                }
+                c
+            })
+            .collect(),
+    )
+}
+
+fn non_empty<K: Ord, V>(map: BTreeMap<K, V>) -> Option<BTreeMap<K, V>> {
+    (!map.is_empty()).then_some(map)
+}
+
+/// The StatefulSet. `volume` is the plan the reconciler chose (and reported in the status).
+pub fn build(store: &KVStore, volume: &VolumePlan) -> StatefulSet {
+    let name = store.metadata.name.clone().unwrap_or_default();
+    let spec = &store.spec;
+
+    let mut pod_labels = spec.pod_metadata.labels.clone();
+    pod_labels.extend(store_labels(&name));
+    let mut pod_annotations = spec.pod_metadata.annotations.clone();
+    let config_hash = fnv1a64(super::configmap::config_text(store).as_bytes());
+    pod_annotations.insert(CONFIG_HASH_ANNOTATION.into(), format!("{config_hash:016x}"));
+
+    let scheduling = &spec.scheduling;
+    let pod = PodSpec {
+        containers: vec![container(store, &spec.memory)],
+        volumes: Some(volumes(store)),
+        security_context: Some(pod_security_context()),
+        automount_service_account_token: Some(false),
+        enable_service_links: Some(false),
+        termination_grace_period_seconds: Some(30),
+        node_selector: non_empty(scheduling.node_selector.clone()),
+        tolerations: (!scheduling.tolerations.is_empty()).then(|| scheduling.tolerations.clone()),
+        affinity: scheduling.affinity.clone(),
+        topology_spread_constraints: topology_spread(store, &name),
+        priority_class_name: scheduling.priority_class_name.clone(),
+        ..PodSpec::default()
+    };
+
+    let claim = PersistentVolumeClaim {
+        metadata: ObjectMeta {
+            name: Some(DATA_VOLUME.into()),
+            labels: Some(store_labels(&name)),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PersistentVolumeClaimSpec {
+            access_modes: Some(vec!["ReadWriteOnce".into()]),
+            storage_class_name: Some(volume.storage_class.clone()),
+            resources: Some(VolumeResourceRequirements {
+                requests: Some(BTreeMap::from([("storage".to_string(), Quantity(volume.size.clone()))])),
+                ..VolumeResourceRequirements::default()
+            }),
+            ..PersistentVolumeClaimSpec::default()
+        }),
+        ..PersistentVolumeClaim::default()
+    };
+
+    StatefulSet {
+        metadata: owned_meta(store, name.clone(), store_labels(&name)),
+        spec: Some(StatefulSetSpec {
+            replicas: Some(spec.replicas),
+            service_name: Some(headless_service_name(&name)),
+            selector: LabelSelector { match_labels: Some(selector_labels(&name)), ..LabelSelector::default() },
+            pod_management_policy: Some("OrderedReady".into()),
+            persistent_volume_claim_retention_policy: Some(StatefulSetPersistentVolumeClaimRetentionPolicy {
+                when_deleted: Some("Retain".into()),
+                when_scaled: Some("Retain".into()),
+            }),
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(pod_labels),
+                    annotations: Some(pod_annotations),
+                    ..ObjectMeta::default()
+                }),
+                spec: Some(pod),
+            },
+            volume_claim_templates: Some(vec![claim]),
+            ..StatefulSetSpec::default()
+        }),
+        ..StatefulSet::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testdata::store;
+    use crate::validate::resolve;
+    use cairn_crds::{AuthSecretRef, Durability, TlsSecretRef};
+
+    fn built(s: &KVStore) -> (StatefulSet, Container, PodSpec) {
+        let plan = resolve(s).expect("valid").volume;
+        let sts = build(s, &plan);
+        let pod = sts.spec.clone().and_then(|s| s.template.spec).expect("pod spec");
+        (sts, pod.containers[0].clone(), pod)
+    }
+
+    fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+        args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).map(String::as_str)
+    }
+
+    #[test]
+    fn runs_cairn_with_the_tier_cpus_and_ports() {
+        let mut s = store("demo");
+        s.spec.durability = Durability::Sync;
+        s.spec.cpus = 4;
+        s.spec.ports.resp = 6400;
+        let (_, c, _) = built(&s);
+        assert_eq!(c.command, Some(vec!["cairn".to_string()]));
+        let args = c.args.expect("args");
+        assert_eq!(flag(&args, "--durability"), Some("sync"));
+        assert_eq!(flag(&args, "--threads"), Some("4"));
+        assert_eq!(flag(&args, "--port"), Some("6400"));
+        assert_eq!(flag(&args, "--native-port"), Some("7379"));
+        assert_eq!(flag(&args, "--admin-port"), Some("8379"));
+        assert_eq!(flag(&args, "--bind"), Some("0.0.0.0"));
+        assert_eq!(flag(&args, "--data-dir"), Some("/data"));
+        assert_eq!(flag(&args, "--config"), Some("/etc/cairn/cairn.toml"));
+        assert_eq!(flag(&args, "--log-format"), Some("json"));
+    }
+
+    #[test]
+    fn whole_cpus_with_requests_equal_to_limits() {
+        let mut s = store("demo");
+        s.spec.cpus = 2;
+        s.spec.memory = "4Gi".into();
+        let (_, c, _) = built(&s);
+        let r = c.resources.expect("resources");
+        assert_eq!(r.requests, r.limits);
+        let limits = r.limits.expect("limits");
+        assert_eq!(limits.get("cpu"), Some(&Quantity("2".into())));
+        assert_eq!(limits.get("memory"), Some(&Quantity("4Gi".into())));
+    }
+
+    #[test]
+    fn pod_is_locked_down_and_probed_on_the_admin_port() {
+        let (_, c, pod) = built(&store("demo"));
+        let psc = pod.security_context.expect("pod security");
+        assert_eq!(psc.run_as_non_root, Some(true));
+        assert_eq!(psc.seccomp_profile.map(|p| p.type_), Some("RuntimeDefault".to_string()));
+        let csc = c.security_context.expect("container security");
+        assert_eq!(csc.read_only_root_filesystem, Some(true));
+        assert_eq!(csc.allow_privilege_escalation, Some(false));
+        let path = |p: Option<Probe>| p.and_then(|p| p.http_get).map(|h| (h.path, h.port));
+        let admin = IntOrString::String("admin".into());
+        assert_eq!(path(c.readiness_probe), Some((Some("/readyz".into()), admin.clone())));
+        assert_eq!(path(c.liveness_probe), Some((Some("/healthz".into()), admin)));
+    }
+
+    #[test]
+    fn volume_claim_uses_the_plan() {
+        let mut s = store("demo");
+        s.spec.storage.size = Some("50Gi".into());
+        s.spec.storage.storage_class_name = Some("fast".into());
+        let (sts, _, _) = built(&s);
+        let claim = &sts.spec.expect("spec").volume_claim_templates.expect("vct")[0];
+        let spec = claim.spec.clone().expect("claim spec");
+        assert_eq!(spec.storage_class_name.as_deref(), Some("fast"));
+        let requests = spec.resources.and_then(|r| r.requests).expect("requests");
+        assert_eq!(requests.get("storage"), Some(&Quantity("50Gi".into())));
+    }
+
+    #[test]
+    fn auth_and_tls_secrets_are_wired() {
+        let mut s = store("demo");
+        s.spec.auth_secret = Some(AuthSecretRef { name: "demo-auth".into(), key: "password".into() });
+        s.spec.tls_secret = Some(TlsSecretRef { name: "demo-tls".into() });
+        let (_, c, pod) = built(&s);
+        let env = c.env.expect("env");
+        assert_eq!(env[0].name, "CAIRN_REQUIREPASS");
+        assert!(env[0].value.is_none(), "the password must come from the Secret");
+        let args = c.args.expect("args");
+        assert_eq!(flag(&args, "--tls-cert-file"), Some("/etc/cairn/tls/tls.crt"));
+        assert!(pod
+            .volumes
+            .expect("volumes")
+            .iter()
+            .any(|v| v.secret.as_ref().and_then(|s| s.secret_name.as_deref()) == Some("demo-tls")));
+    }
+
+    #[test]
+    fn a_config_change_changes_the_pod_template() {
+        let a = store("demo");
+        let mut b = store("demo");
+        b.spec.config = Some("maxclients = 1\n".into());
+        let hash = |s: &KVStore| {
+            built(s)
+                .0
+                .spec
+                .and_then(|s| s.template.metadata)
+                .and_then(|m| m.annotations)
+                .and_then(|a| a.get(CONFIG_HASH_ANNOTATION).cloned())
+        };
+        assert!(hash(&a).is_some());
+        assert_ne!(hash(&a), hash(&b));
+    }
+}

@@ -1,0 +1,35 @@
+//! The Cairn operator: reconciles `KVStore` and `KVStoreBenchmark` resources.
+//!
+//! # Layout
+//!
+//! - [`store_contract`]: every name taken from the store image (binaries, flags, env, paths).
+//! - [`labels`]: names and labels of owned objects; the field manager.
+//! - [`sizing`]: the fsync-class table and the pure volume-sizing function.
+//! - [`validate`]: spec checks beyond the CRD schema; resolves a spec for the builders.
+//! - [`builders`]: pure builders, one Kubernetes object per file.
+//! - [`reconcile`]: the two reconcilers (server-side apply → status subresource → Events).
+//! - [`conditions`]: Ready / Progressing / Degraded bookkeeping.
+//! - [`context`]: client, event recorder, metrics and the error policy's backoff.
+//! - [`metrics`]: Prometheus metrics and the `/metrics` endpoint.
+//! - [`leader`]: optional Lease-based leader election.
+//! - [`render`]: `cairn-operator render`, the builders' output as YAML without a cluster.
+//! - [`run`]: wires the controllers together (used by `main.rs`).
+
+pub mod builders;
+pub mod conditions;
+pub mod context;
+pub mod error;
+pub mod labels;
+pub mod leader;
+pub mod metrics;
+pub mod reconcile;
+pub mod render;
+pub mod run;
+pub mod sizing;
+pub mod store_contract;
+pub mod validate;
+
+#[cfg(test)]
+mod testdata;
+
+pub use error::Error;

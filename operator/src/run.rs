@@ -1,0 +1,84 @@
+//! Runs both controllers until a shutdown signal, after leading if leader election is on.
+
+use std::future::Future;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use cairn_crds::{KVStore, KVStoreBenchmark};
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::runtime::{watcher, Controller};
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+
+use crate::context::Context;
+use crate::metrics::Metrics;
+use crate::reconcile::{benchmark, store};
+
+/// Which namespace to watch: one, or all.
+#[derive(Debug, Clone)]
+pub enum Scope {
+    All,
+    Namespace(String),
+}
+
+fn api<K>(client: &Client, scope: &Scope) -> Api<K>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    match scope {
+        Scope::All => Api::all(client.clone()),
+        Scope::Namespace(ns) => Api::namespaced(client.clone(), ns),
+    }
+}
+
+/// Runs the KVStore and KVStoreBenchmark controllers until `shutdown` resolves; in-flight
+/// reconciles finish first.
+pub async fn controllers(
+    client: Client,
+    scope: Scope,
+    metrics: Arc<Metrics>,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) {
+    let ctx = Arc::new(Context::new(client.clone(), metrics.clone()));
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let signal = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|stop| *stop).await;
+    };
+    let wc = watcher::Config::default;
+    let stores = Controller::new(api::<KVStore>(&client, &scope), wc())
+        .owns(api::<StatefulSet>(&client, &scope), wc())
+        .owns(api::<Service>(&client, &scope), wc())
+        .owns(api::<ConfigMap>(&client, &scope), wc())
+        .owns(api::<PodDisruptionBudget>(&client, &scope), wc())
+        .graceful_shutdown_on(signal(rx.clone()))
+        .run(store::reconcile, store::error_policy, ctx.clone())
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "kvstore controller");
+            }
+        });
+    let benches = Controller::new(api::<KVStoreBenchmark>(&client, &scope), wc())
+        .owns(api::<Job>(&client, &scope), wc())
+        .graceful_shutdown_on(signal(rx))
+        .run(benchmark::reconcile, benchmark::error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "benchmark controller");
+            }
+        });
+    tokio::spawn(async move {
+        shutdown.await;
+        tracing::info!("shutting down: finishing in-flight reconciles");
+        let _ = tx.send(true);
+    });
+    metrics.ready.store(true, Ordering::Relaxed);
+    futures::join!(stores, benches);
+    metrics.ready.store(false, Ordering::Relaxed);
+}

@@ -1,0 +1,71 @@
+//! Every name the operator relies on from the store image: binaries, flags, environment
+//! variables, paths and HTTP endpoints. Kept in one place so that a rename in the server or in
+//! `cairn-bench` is a one-line change here.
+
+/// The server binary in the image.
+pub const SERVER_BINARY: &str = "cairn";
+/// The benchmark driver binary in the image.
+pub const BENCH_BINARY: &str = "cairn-bench";
+
+// Server flags.
+pub const FLAG_BIND: &str = "--bind";
+pub const FLAG_RESP_PORT: &str = "--port";
+pub const FLAG_NATIVE_PORT: &str = "--native-port";
+pub const FLAG_ADMIN_PORT: &str = "--admin-port";
+pub const FLAG_DATA_DIR: &str = "--data-dir";
+pub const FLAG_DURABILITY: &str = "--durability";
+/// Worker threads; the server pins them to the CPUs the pod is allowed (its affinity mask),
+/// which the kubelet's static CPU manager makes exclusive for a Guaranteed pod with whole CPUs.
+pub const FLAG_THREADS: &str = "--threads";
+pub const FLAG_CONFIG: &str = "--config";
+pub const FLAG_LOG_FORMAT: &str = "--log-format";
+pub const LOG_FORMAT_JSON: &str = "json";
+pub const FLAG_TLS_CERT: &str = "--tls-cert-file";
+pub const FLAG_TLS_KEY: &str = "--tls-key-file";
+pub const FLAG_TLS_CA: &str = "--tls-ca-cert-file";
+
+/// Address the server binds in a pod.
+pub const BIND_ALL: &str = "0.0.0.0";
+
+/// Environment variable holding the AUTH password (from the auth Secret).
+pub const ENV_REQUIREPASS: &str = "CAIRN_REQUIREPASS";
+
+// Paths inside the pod.
+pub const DATA_DIR: &str = "/data";
+pub const CONFIG_DIR: &str = "/etc/cairn";
+pub const CONFIG_FILE_NAME: &str = "cairn.toml";
+pub const TLS_DIR: &str = "/etc/cairn/tls";
+pub const TMP_DIR: &str = "/tmp";
+
+// Admin HTTP endpoints.
+pub const HEALTHZ_PATH: &str = "/healthz";
+pub const READYZ_PATH: &str = "/readyz";
+pub const METRICS_PATH: &str = "/metrics";
+
+/// Uid and gid the image runs as (non-root).
+pub const RUN_AS_USER: i64 = 10001;
+
+// Benchmark driver CLI (`cairn-bench run ...`).
+pub const BENCH_SUBCOMMAND_RUN: &str = "run";
+pub const BENCH_FLAG_TARGET: &str = "--target";
+pub const BENCH_FLAG_OPS: &str = "--ops";
+pub const BENCH_FLAG_CLIENTS: &str = "--clients";
+pub const BENCH_FLAG_PIPELINE: &str = "--pipeline";
+pub const BENCH_FLAG_DURATION: &str = "--duration";
+pub const BENCH_FLAG_VALUE_SIZE: &str = "--value-size";
+pub const BENCH_FLAG_SHAPE: &str = "--shape";
+pub const BENCH_FLAG_THINK_TIME: &str = "--think-time";
+pub const BENCH_FLAG_SUMMARY_JSON: &str = "--summary-json";
+/// Environment variable the driver reads the AUTH password from.
+pub const BENCH_ENV_PASSWORD: &str = "CAIRN_BENCH_PASSWORD";
+/// Where the driver writes its summary: the pod's termination message.
+pub const TERMINATION_MESSAGE_PATH: &str = "/dev/termination-log";
+/// Kubernetes caps termination messages at 4096 bytes; the driver keeps its summary under it.
+pub const SUMMARY_MAX_BYTES: usize = 4096;
+
+// Keys of the driver's summary JSON (`--summary-json`).
+pub const SUMMARY_OPS_PER_SEC: &str = "ops_per_sec";
+pub const SUMMARY_P50_US: &str = "p50_us";
+pub const SUMMARY_P99_US: &str = "p99_us";
+pub const SUMMARY_ERRORS: &str = "errors";
+pub const SUMMARY_VERIFIED: &str = "verified";

@@ -1,0 +1,108 @@
+//! Checks of a `KVStore` spec beyond what the CRD schema enforces (or for API servers that do
+//! not evaluate its CEL rules), resolving it into the values the builders use.
+//!
+//! An invalid spec is not an error of the controller: the reconciler reports it in the status
+//! (Degraded, reason `InvalidSpec`) and an Event, and waits for the next change.
+
+use cairn_crds::{parse_binary_bytes, KVStore};
+
+use crate::sizing::{plan_volume, SizingInput, VolumePlan};
+
+/// Longest store name: pods are `<name>-<ordinal>` and the StatefulSet adds a revision label.
+pub const MAX_NAME_LEN: usize = 52;
+
+/// A spec the operator cannot run, with a message for the user.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidSpec(pub String);
+
+/// What a valid spec resolves to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolved {
+    pub volume: VolumePlan,
+    pub memory_bytes: u64,
+}
+
+/// Validates a store's spec and chooses its volume.
+pub fn resolve(store: &KVStore) -> Result<Resolved, InvalidSpec> {
+    let spec = &store.spec;
+    let name = store.metadata.name.as_deref().unwrap_or_default();
+    let mut problems = Vec::new();
+    if name.is_empty() || name.len() > MAX_NAME_LEN {
+        problems.push(format!("metadata.name must have 1 to {MAX_NAME_LEN} characters"));
+    }
+    if spec.replicas != 1 {
+        problems.push(format!("replicas is {}: it must be 1 until Cairn supports replication", spec.replicas));
+    }
+    if !(1..=256).contains(&spec.cpus) {
+        problems.push(format!("cpus is {}: it must be a whole number of cores between 1 and 256", spec.cpus));
+    }
+    if spec.image.trim().is_empty() {
+        problems.push("image must not be empty".to_string());
+    }
+    let ports = [spec.ports.resp, spec.ports.native, spec.ports.admin];
+    if ports.iter().any(|p| !(1..=65535).contains(p)) {
+        problems.push("ports must be between 1 and 65535".to_string());
+    } else if ports[0] == ports[1] || ports[0] == ports[2] || ports[1] == ports[2] {
+        problems.push("ports.resp, ports.native and ports.admin must differ".to_string());
+    }
+    let memory_bytes = parse_binary_bytes(&spec.memory).map_err(|e| problems.push(format!("memory: {e}"))).unwrap_or(0);
+    let requested = match &spec.storage.size {
+        Some(size) => parse_binary_bytes(size).map(|bytes| Some((size.clone(), bytes))).unwrap_or_else(|e| {
+            problems.push(format!("storage.size: {e}"));
+            None
+        }),
+        None => None,
+    };
+    let expected_data_bytes = match &spec.storage.expected_data_size {
+        Some(size) => parse_binary_bytes(size).map(Some).unwrap_or_else(|e| {
+            problems.push(format!("storage.expectedDataSize: {e}"));
+            None
+        }),
+        None => None,
+    };
+    if !problems.is_empty() {
+        return Err(InvalidSpec(problems.join("; ")));
+    }
+    let volume = plan_volume(&SizingInput {
+        fsync_class: spec.fsync_class,
+        durability: spec.durability,
+        target_acks_per_sec: spec.storage.target_acks_per_second,
+        expected_data_bytes,
+        requested,
+        storage_class: spec.storage.storage_class_name.clone(),
+    });
+    Ok(Resolved { volume, memory_bytes })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testdata::store;
+
+    #[test]
+    fn the_default_spec_is_valid() {
+        let resolved = resolve(&store("demo")).expect("valid");
+        assert_eq!(resolved.volume.size, "10Gi");
+        assert_eq!(resolved.memory_bytes, 1 << 30);
+    }
+
+    #[test]
+    fn every_problem_is_reported_at_once() {
+        let mut s = store("demo");
+        s.spec.replicas = 3;
+        s.spec.cpus = 0;
+        s.spec.memory = "lots".into();
+        s.spec.ports.native = s.spec.ports.resp;
+        let err = resolve(&s).expect_err("invalid").0;
+        for needle in ["replicas is 3", "cpus is 0", "memory:", "must differ"] {
+            assert!(err.contains(needle), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_long_name_is_rejected() {
+        let err = resolve(&store(&"x".repeat(53))).expect_err("invalid").0;
+        assert!(err.contains("metadata.name"), "{err}");
+    }
+}
