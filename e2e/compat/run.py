@@ -477,14 +477,14 @@ How to read it:
   unit there, so the tests after it count as neither passed nor failed. A server crash or the
   per-unit time limit counts the same way.
 - **Skipped.** External mode skips tests and blocks tagged `external:skip` (they restart the server,
-  read its log, or start servers with their own config). A skipped block prints one line however
-  many tests it holds, so "skipped" counts skipped tests plus skipped blocks. `unit/auth` is entirely
-  `external:skip` (its tests need a server started with `requirepass`), so it runs no test in
-  external mode, for Redis as for Cairn.
-- **Not run:** tests tagged `needs:repl` (`--tags -needs:repl`): they read the replication stream
-  through a raw `SYNC`, which Cairn does not offer; upstream's tests/README.md gives this flag for
-  servers that do not permit `SYNC`. Tests tagged `needs:debug` (DEBUG, OBJECT) and `slow` do run:
-  Redis passes them, so they count.
+  read its log, or start servers with their own config), and `--tags -needs:repl` skips those tagged
+  `needs:repl`: they read the replication stream through a raw `SYNC`, which Cairn does not offer
+  (upstream's tests/README.md gives this flag for servers that do not permit `SYNC`). A skipped block
+  prints one line however many tests it holds, so "skipped" counts skipped tests plus skipped
+  blocks, and a unit cut short by an exception skips fewer. `unit/auth` is entirely `external:skip`
+  (its tests need a server started with `requirepass`), so it runs no test in external mode, for
+  Redis as for Cairn.
+- Tests tagged `needs:debug` (DEBUG, OBJECT) and `slow` do run: Redis passes them, so they count.
 
 ## Tests Cairn fails
 {chr(10).join(failing) if failing else chr(10) + ("None." if ran_cairn else "Cairn has not been run yet.")}
