@@ -4,7 +4,7 @@
 For every unit listed in e2e/compat/units.txt this starts the server under test on an
 ephemeral loopback port with a fresh temporary data directory, runs
 
-    ./runtest --host 127.0.0.1 --port P --single unit/X --clients 1 --timeout T [RUNTEST_FLAGS]
+    ./runtest --host 127.0.0.1 --port P --single unit/X --timeout T --clients 1 --tags -needs:repl
 
 inside the Redis source tree that e2e/compat/fetch-redis-src.sh unpacks (Debian's redis
 source package, cached under e2e/.cache/redis-src), parses its output ([ok], [err],
