@@ -171,7 +171,7 @@ fn execute_batch(
             }
             Err(e) => {
                 tracing::debug!(client = ctx.client.id(), error = %e, "protocol error");
-                ctx.out.error(&e.to_string());
+                ctx.out.error(&format!("ERR {e}"));
                 ctx.client.close_after_reply = true;
                 pos = input.len();
             }

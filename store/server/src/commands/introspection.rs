@@ -35,6 +35,8 @@ const IMPLEMENTED_SUBCOMMANDS: &[&str] = &[
     "memory|usage",
     "memory|doctor",
     "memory|help",
+    "function|flush",
+    "function|list",
 ];
 
 fn implemented_sub(name: &str) -> bool {

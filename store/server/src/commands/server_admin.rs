@@ -170,3 +170,20 @@ pub fn lastsave(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
 pub fn save(_ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     Err(CmdError::Static("ERR Cairn has no snapshots yet: persistence arrives with the write-ahead log"))
 }
+
+/// FUNCTION: Cairn has no scripting engine; FLUSH and LIST answer as an
+/// empty library set does (test suites and tools call them on connect).
+pub fn function(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let sub = args[1];
+    if is(sub, "flush") {
+        flush_mode(&args[2..])?;
+        ctx.out.ok();
+    } else if is(sub, "list") {
+        ctx.out.array(0);
+    } else if is(sub, "load") || is(sub, "delete") || is(sub, "fcall") || is(sub, "restore") || is(sub, "dump") {
+        return Err(CmdError::Static("ERR Cairn does not support functions (no scripting engine)"));
+    } else {
+        return Err(CmdError::unknown_subcommand("function", sub));
+    }
+    Ok(())
+}

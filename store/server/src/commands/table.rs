@@ -91,6 +91,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     c("object", -2, R, (2, 2, 1), introspection::object),
     c("memory", -2, R, NONE, introspection::memory),
     c("save", 1, ADMIN, NONE, server_admin::save),
+    c("function", -2, 0, NONE, server_admin::function),
     c("bgsave", -1, ADMIN, NONE, server_admin::save),
     // keys
     c("del", -2, W, KALL, keys::del),
