@@ -1,15 +1,23 @@
 //! The sharded keyspace.
 //!
 //! Keys are spread over a power-of-two number of shards by a fixed hash; a
-//! shard holds one [`Table`] per database and sits behind its own mutex, so
+//! shard holds one [`Table`] per database and sits behind its own lock, so
 //! commands on different keys rarely contend and no lock covers the whole
 //! keyspace on the hot path. Operations that span shards take their locks in
 //! ascending shard order ([`Keyspace::lock_shards`]), which rules out deadlock.
+//!
+//! Shard locks are re-entrant per thread: a transaction (EXEC) first holds
+//! every shard it needs ([`Keyspace::hold_shards`]), then runs its commands,
+//! whose own `lock_key` calls re-enter the held locks instead of deadlocking.
+//! A shard's data is lent to one [`ShardGuard`] at a time; a second borrow on
+//! the same thread while the first is alive is a bug and panics.
 
+use std::cell::{Cell, UnsafeCell};
 use std::hash::{BuildHasher, Hasher};
+use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::{ReentrantMutex, ReentrantMutexGuard};
 
 use crate::table::Table;
 
@@ -40,12 +48,64 @@ impl Shard {
     }
 }
 
-/// A held shard lock.
-pub type ShardGuard<'a> = MutexGuard<'a, Shard>;
+/// A shard's data with its borrow flag (see the module comment). Opaque.
+#[derive(Debug)]
+pub struct ShardCell {
+    borrowed: Cell<bool>,
+    shard: UnsafeCell<Shard>,
+}
+
+// SAFETY: the cell is only reached through the ReentrantMutex, so one thread
+// at a time; within that thread `borrowed` ensures a single `&mut Shard`.
+unsafe impl Send for ShardCell {}
+unsafe impl Sync for ShardCell {}
+
+/// A held shard lock that lends the shard's data.
+pub struct ShardGuard<'a> {
+    lock: ReentrantMutexGuard<'a, ShardCell>,
+}
+
+impl<'a> ShardGuard<'a> {
+    fn new(lock: ReentrantMutexGuard<'a, ShardCell>) -> Self {
+        assert!(!lock.borrowed.get(), "shard borrowed twice on one thread");
+        lock.borrowed.set(true);
+        ShardGuard { lock }
+    }
+}
+
+impl Drop for ShardGuard<'_> {
+    fn drop(&mut self) {
+        self.lock.borrowed.set(false);
+    }
+}
+
+impl Deref for ShardGuard<'_> {
+    type Target = Shard;
+    fn deref(&self) -> &Shard {
+        // SAFETY: this guard holds the lock and the single borrow (see `new`).
+        unsafe { &*self.lock.shard.get() }
+    }
+}
+
+impl DerefMut for ShardGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Shard {
+        // SAFETY: as above; `&mut self` makes this the only live reference.
+        unsafe { &mut *self.lock.shard.get() }
+    }
+}
+
+impl std::fmt::Debug for ShardGuard<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ShardGuard")
+    }
+}
+
+/// Shard locks held without borrowing the data (for transactions).
+pub type HeldShards<'a> = Vec<ReentrantMutexGuard<'a, ShardCell>>;
 
 #[repr(align(128))]
 #[derive(Debug)]
-struct Padded(Mutex<Shard>);
+struct Padded(ReentrantMutex<ShardCell>);
 
 /// All databases, split into shards.
 #[derive(Debug)]
@@ -63,7 +123,10 @@ impl Keyspace {
     pub fn new(num_dbs: usize, num_shards: usize) -> Self {
         let num_shards = num_shards.max(1).next_power_of_two();
         let shards = (0..num_shards)
-            .map(|_| Padded(Mutex::new(Shard { dbs: (0..num_dbs).map(|_| Table::default()).collect() })))
+            .map(|_| {
+                let shard = Shard { dbs: (0..num_dbs).map(|_| Table::default()).collect() };
+                Padded(ReentrantMutex::new(ShardCell { borrowed: Cell::new(false), shard: UnsafeCell::new(shard) }))
+            })
             .collect();
         Keyspace {
             shards,
@@ -91,7 +154,15 @@ impl Keyspace {
 
     /// Locks shard `index`.
     pub fn lock(&self, index: usize) -> ShardGuard<'_> {
-        self.shards[index].0.lock()
+        ShardGuard::new(self.shards[index].0.lock())
+    }
+
+    /// Holds the locks of the given shards (sorted, distinct) without
+    /// borrowing their data, so that this thread's later `lock*` calls on
+    /// them re-enter instead of waiting (EXEC's atomicity).
+    pub fn hold_shards(&self, indexes: &[usize]) -> HeldShards<'_> {
+        debug_assert!(indexes.windows(2).all(|w| w[0] < w[1]), "shard locks out of order");
+        indexes.iter().map(|&i| self.shards[i].0.lock()).collect()
     }
 
     /// Locks the shard of `key`.
@@ -235,5 +306,30 @@ mod tests {
             t.join().expect("writer thread");
         }
         assert_eq!(ks.db_size(0).0, 4000);
+    }
+}
+
+#[cfg(test)]
+mod reentrancy_tests {
+    use super::*;
+    use crate::value::Value;
+
+    #[test]
+    fn held_shards_let_the_same_thread_relock() {
+        let ks = Keyspace::new(1, 16);
+        let all: Vec<usize> = (0..ks.num_shards()).collect();
+        let held = ks.hold_shards(&all);
+        ks.lock_key(b"a").db(0).insert(b"a", Value::from_bytes(b"1"), 0, 0);
+        ks.lock_key(b"a").db(0).insert(b"a", Value::from_bytes(b"2"), 0, 0);
+        drop(held);
+        assert_eq!(ks.db_size(0).0, 1);
+    }
+
+    #[test]
+    #[should_panic(expected = "shard borrowed twice")]
+    fn double_borrow_panics() {
+        let ks = Keyspace::new(1, 1);
+        let _first = ks.lock(0);
+        let _second = ks.lock(0);
     }
 }

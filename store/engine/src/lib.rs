@@ -11,6 +11,8 @@
 //!   (the hook the write-ahead log attaches to).
 //! - [`value`]: [`Value`] and [`StrValue`], the stored value types, and how
 //!   they report Redis's `OBJECT ENCODING`.
+//! - [`types`]: the collection types (list, hash, set, sorted set, stream),
+//!   one file each, and the encoding limits.
 //! - [`entry`]: [`Entry`], a value with its absolute expiry and access clock.
 //! - [`clock`]: wall-clock milliseconds and the coarse access clock.
 //! - [`number`]: strict integer and float parsing/formatting with Redis's rules.
@@ -22,6 +24,7 @@ pub mod glob;
 pub mod keyspace;
 pub mod number;
 pub mod table;
+pub mod types;
 pub mod value;
 
 pub use entry::Entry;

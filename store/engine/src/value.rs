@@ -3,11 +3,20 @@
 /// Longest string Redis stores as `embstr`.
 const EMBSTR_MAX_LEN: usize = 44;
 
-/// A value of any type. More types arrive with their own issue; code that
-/// matches on `Value` answers WRONGTYPE for the others.
+use std::hash::Hasher;
+
+use crate::types::{Hash, List, Set, Stream, ZSet};
+
+/// A value of any type. Collections are boxed so that `Value` (and so every
+/// table entry) stays small.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     Str(StrValue),
+    List(Box<List>),
+    Hash(Box<Hash>),
+    Set(Box<Set>),
+    ZSet(Box<ZSet>),
+    Stream(Box<Stream>),
 }
 
 impl Value {
@@ -15,6 +24,11 @@ impl Value {
     pub fn type_name(&self) -> &'static str {
         match self {
             Value::Str(_) => "string",
+            Value::List(_) => "list",
+            Value::Hash(_) => "hash",
+            Value::Set(_) => "set",
+            Value::ZSet(_) => "zset",
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -22,6 +36,11 @@ impl Value {
     pub fn encoding(&self) -> &'static str {
         match self {
             Value::Str(s) => s.encoding(),
+            Value::List(v) => v.encoding(),
+            Value::Hash(v) => v.encoding(),
+            Value::Set(v) => v.encoding(),
+            Value::ZSet(v) => v.encoding(),
+            Value::Stream(v) => v.encoding(),
         }
     }
 
@@ -30,6 +49,24 @@ impl Value {
         match self {
             Value::Str(StrValue::Int(_)) => 0,
             Value::Str(StrValue::Bytes { data, .. }) => data.capacity(),
+            Value::List(v) => v.heap_bytes(),
+            Value::Hash(v) => v.heap_bytes(),
+            Value::Set(v) => v.heap_bytes(),
+            Value::ZSet(v) => v.heap_bytes(),
+            Value::Stream(v) => v.heap_bytes(),
+        }
+    }
+
+    /// Feeds the value to a digest (DEBUG DIGEST, DEBUG DIGEST-VALUE).
+    pub fn digest(&self, h: &mut dyn Hasher) {
+        h.write(self.type_name().as_bytes());
+        match self {
+            Value::Str(s) => s.with_bytes(|b| h.write(b)),
+            Value::List(v) => v.digest(h),
+            Value::Hash(v) => v.digest(h),
+            Value::Set(v) => v.digest(h),
+            Value::ZSet(v) => v.digest(h),
+            Value::Stream(v) => v.digest(h),
         }
     }
 

@@ -92,10 +92,26 @@ pub const PARAMS: &[Param] = &[
     p("notify-keyspace-events", Kind::Fixed, "", true),
     p("tcp-keepalive", Kind::Int { min: 0, max: INT_MAX }, "300", true),
     p("protected-mode", Kind::Bool, "no", true),
+    p("hash-max-listpack-entries", Kind::Int { min: 0, max: i64::MAX }, "128", true),
+    p("hash-max-listpack-value", Kind::Int { min: 0, max: i64::MAX }, "64", true),
+    p("set-max-intset-entries", Kind::Int { min: 0, max: i64::MAX }, "512", true),
+    p("zset-max-listpack-entries", Kind::Int { min: 0, max: i64::MAX }, "128", true),
+    p("zset-max-listpack-value", Kind::Int { min: 0, max: i64::MAX }, "64", true),
+    p("list-max-listpack-size", Kind::Int { min: i32::MIN as i64, max: INT_MAX }, "-2", true),
+    p("list-compress-depth", Kind::Int { min: 0, max: INT_MAX }, "0", true),
+    p("stream-node-max-bytes", Kind::Memory { min: 0 }, "4096", true),
+    p("stream-node-max-entries", Kind::Int { min: 0, max: i64::MAX }, "100", true),
 ];
 
 /// Aliases Redis accepts for some parameters.
-const ALIASES: &[(&str, &str)] = &[("lua-time-limit", "busy-reply-threshold")];
+const ALIASES: &[(&str, &str)] = &[
+    ("lua-time-limit", "busy-reply-threshold"),
+    ("hash-max-ziplist-entries", "hash-max-listpack-entries"),
+    ("hash-max-ziplist-value", "hash-max-listpack-value"),
+    ("zset-max-ziplist-entries", "zset-max-listpack-entries"),
+    ("zset-max-ziplist-value", "zset-max-listpack-value"),
+    ("list-max-ziplist-size", "list-max-listpack-size"),
+];
 
 /// Finds a parameter by name or alias (case-insensitive).
 pub fn find(name: &str) -> Option<&'static Param> {
@@ -237,7 +253,11 @@ impl RuntimeConfig {
             "timeout" => self.timeout_secs.store(as_usize() as u64, Ordering::Relaxed),
             "maxmemory-policy" => self.lfu_policy.store(value.contains("lfu"), Ordering::Relaxed),
             "requirepass" => *self.requirepass.write() = Some(value.to_string()).filter(|v| !v.is_empty()),
-            _ => {}
+            _ => {
+                if let Some(limit) = cairn_engine::types::encoding::LIMITS.by_name(name) {
+                    limit.set(value.parse().unwrap_or(0));
+                }
+            }
         }
     }
 }

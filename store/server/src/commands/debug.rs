@@ -138,10 +138,7 @@ fn hasher() -> foldhash::fast::FixedState {
 fn entry_digest(key: &[u8], entry: &cairn_engine::Entry) -> u64 {
     let mut h = hasher().build_hasher();
     h.write(key);
-    h.write(entry.value.type_name().as_bytes());
-    match &entry.value {
-        cairn_engine::Value::Str(s) => s.with_bytes(|b| h.write(b)),
-    }
+    entry.value.digest(&mut h);
     h.write_u64(entry.expire_at().unwrap_or(0));
     h.finish()
 }

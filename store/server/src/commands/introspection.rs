@@ -50,7 +50,7 @@ fn implemented(name: &str) -> bool {
 
 pub fn command(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if args.len() == 1 {
-        let names: Vec<&str> = table::COMMANDS.iter().map(|c| c.name).filter(|n| meta::knows(n)).collect();
+        let names: Vec<&str> = table::all().iter().map(|c| c.name).filter(|n| meta::knows(n)).collect();
         ctx.out.array(names.len());
         for name in names {
             meta::write_info_filtered(&mut ctx.out, name, &implemented_sub);
@@ -110,7 +110,7 @@ fn list(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         }
         _ => return Err(CmdError::Syntax),
     };
-    let names: Vec<&str> = table::COMMANDS
+    let names: Vec<&str> = table::all()
         .iter()
         .map(|c| c.name)
         .filter(|n| pattern.is_none_or(|p| cairn_engine::glob::matches(p, n.as_bytes(), true)))
@@ -141,7 +141,7 @@ fn info(ctx: &mut Ctx<'_>, names: &[&[u8]]) {
 
 fn docs(ctx: &mut Ctx<'_>, names: &[&[u8]]) {
     let wanted: Vec<String> = if names.is_empty() {
-        table::COMMANDS.iter().map(|c| c.name.to_string()).filter(|n| meta::knows(n)).collect()
+        table::all().iter().map(|c| c.name.to_string()).filter(|n| meta::knows(n)).collect()
     } else {
         names
             .iter()

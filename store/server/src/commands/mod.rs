@@ -11,14 +11,20 @@ pub mod connection;
 pub mod debug;
 pub mod error;
 pub mod expire;
+pub mod hashes;
 pub mod info;
 pub mod introspection;
 pub mod keys;
 pub mod lcs;
+pub mod lists;
 pub mod meta;
 pub mod server_admin;
+pub mod sets;
+pub mod streams;
 pub mod strings;
 pub mod table;
+pub mod transactions;
+pub mod zsets;
 
 use std::time::Instant;
 

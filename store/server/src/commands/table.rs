@@ -4,7 +4,10 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use super::{bits, client, connection, debug, expire, info, introspection, keys, server_admin, strings, Handler};
+use super::{
+    bits, client, connection, debug, expire, hashes, info, introspection, keys, lists, server_admin, sets, streams,
+    strings, transactions, zsets, Handler,
+};
 
 /// Modifies the keyspace (the write-ahead log will hook on this flag).
 pub const WRITE: u32 = 1;
@@ -53,21 +56,23 @@ impl CommandSpec {
     }
 }
 
-const fn c(name: &'static str, arity: i32, flags: u32, keys: (i32, i32, i32), handler: Handler) -> CommandSpec {
+/// Builds a table row (used by every family's `COMMANDS`).
+pub const fn c(name: &'static str, arity: i32, flags: u32, keys: (i32, i32, i32), handler: Handler) -> CommandSpec {
     CommandSpec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, handler }
 }
 
-const NONE: (i32, i32, i32) = (0, 0, 0);
-const K1: (i32, i32, i32) = (1, 1, 1);
-const K12: (i32, i32, i32) = (1, 2, 1);
-const KALL: (i32, i32, i32) = (1, -1, 1);
-const KPAIRS: (i32, i32, i32) = (1, -1, 2);
-const W: u32 = WRITE;
-const R: u32 = READONLY;
-const F: u32 = FAST;
+pub const NONE: (i32, i32, i32) = (0, 0, 0);
+pub const K1: (i32, i32, i32) = (1, 1, 1);
+pub const K12: (i32, i32, i32) = (1, 2, 1);
+pub const KALL: (i32, i32, i32) = (1, -1, 1);
+pub const KPAIRS: (i32, i32, i32) = (1, -1, 2);
+pub const W: u32 = WRITE;
+pub const R: u32 = READONLY;
+pub const F: u32 = FAST;
 
-/// Every command. The index in this array identifies a command in statistics.
-pub static COMMANDS: &[CommandSpec] = &[
+/// The core commands; the families (lists, hashes, ...) declare theirs in
+/// their own files and [`all`] joins them.
+pub static CORE: &[CommandSpec] = &[
     // connection
     c("ping", -1, F, NONE, connection::ping),
     c("echo", 2, F, NONE, connection::echo),
@@ -147,18 +152,37 @@ pub static COMMANDS: &[CommandSpec] = &[
     c("bitfield_ro", -2, R | F, K1, bits::bitfield_ro),
 ];
 
+/// Every command family's table.
+fn families() -> [&'static [CommandSpec]; 7] {
+    [
+        CORE,
+        lists::COMMANDS,
+        hashes::COMMANDS,
+        sets::COMMANDS,
+        zsets::COMMANDS,
+        streams::COMMANDS,
+        transactions::COMMANDS,
+    ]
+}
+
+/// Every command; the position identifies a command in statistics.
+pub fn all() -> &'static [&'static CommandSpec] {
+    static ALL: OnceLock<Vec<&'static CommandSpec>> = OnceLock::new();
+    ALL.get_or_init(|| families().iter().flat_map(|f| f.iter()).collect())
+}
+
 /// Number of commands.
 pub fn count() -> usize {
-    COMMANDS.len()
+    all().len()
 }
 
 pub fn spec(index: usize) -> &'static CommandSpec {
-    &COMMANDS[index]
+    all()[index]
 }
 
 fn index() -> &'static HashMap<&'static [u8], usize> {
     static INDEX: OnceLock<HashMap<&'static [u8], usize>> = OnceLock::new();
-    INDEX.get_or_init(|| COMMANDS.iter().enumerate().map(|(i, c)| (c.name.as_bytes(), i)).collect())
+    INDEX.get_or_init(|| all().iter().enumerate().map(|(i, c)| (c.name.as_bytes(), i)).collect())
 }
 
 /// Finds a command by name, ignoring case, without allocating.
@@ -182,7 +206,7 @@ mod tests {
     fn lookup_ignores_case_and_names_are_unique() {
         assert_eq!(lookup(b"GeT").map(|i| spec(i).name), Some("get"));
         assert_eq!(lookup(b"nosuchcommand"), None);
-        assert_eq!(index().len(), COMMANDS.len(), "duplicate command name");
+        assert_eq!(index().len(), all().len(), "duplicate command name");
     }
 
     #[test]
