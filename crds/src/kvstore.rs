@@ -15,6 +15,8 @@ use crate::{Durability, FsyncClass};
 pub const DEFAULT_IMAGE: &str = "ghcr.io/cairn-db/cairn:0.1.0";
 
 /// Desired state of a Cairn key-value store.
+// clippy reads the repeated `type_ = ...` of `printcolumn(...)` as duplicated attributes.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
     group = "cairn.io",

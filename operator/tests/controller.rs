@@ -1,0 +1,367 @@
+//! Reconcile tests against a mock API server (tower-test): every request the reconcilers make is
+//! recorded and answered like a Kubernetes API server would, then the test asserts on what was
+//! applied, the status written and the Events published.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cairn_crds::{KVStore, KVStoreBenchmark};
+use cairn_operator::context::Context;
+use cairn_operator::metrics::Metrics;
+use cairn_operator::reconcile::{benchmark, store};
+use http::{Request, Response};
+use kube::client::Body;
+use kube::runtime::controller::Action;
+use kube::Client;
+use serde_json::{json, Value};
+
+/// One request the reconciler made.
+#[derive(Debug, Clone)]
+struct Call {
+    method: String,
+    path: String,
+    query: String,
+    body: Value,
+}
+
+/// How the fake API server answers.
+#[derive(Debug, Clone, Default)]
+struct World {
+    /// `readyReplicas` the StatefulSet reports.
+    sts_ready: i32,
+    /// The KVStore a benchmark's GET finds.
+    store: Option<Value>,
+    /// Conditions of the benchmark Job (e.g. Complete).
+    job_condition: Option<&'static str>,
+    /// The termination message of the driver pod.
+    termination_message: Option<String>,
+}
+
+fn respond(status: u16, body: &Value) -> Response<Body> {
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    Response::builder().status(status).body(Body::from(bytes)).unwrap_or_else(|e| panic!("building a response: {e}"))
+}
+
+fn not_found(what: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Status", "status": "Failure", "reason": "NotFound",
+           "message": format!("{what} not found"), "code": 404})
+}
+
+fn answer(world: &World, call: &Call) -> (u16, Value) {
+    let segments: Vec<&str> = call.path.trim_start_matches('/').split('/').collect();
+    match call.method.as_str() {
+        "PATCH" => {
+            let mut obj = call.body.clone();
+            if obj.get("metadata").is_none() {
+                obj["metadata"] = json!({});
+            }
+            obj["metadata"]["generation"] = json!(1);
+            if segments.contains(&"statefulsets") {
+                obj["status"] = json!({"replicas": 1, "readyReplicas": world.sts_ready,
+                    "updatedReplicas": 1, "observedGeneration": 1});
+            }
+            if segments.contains(&"jobs") {
+                if let Some(cond) = world.job_condition {
+                    obj["status"] = json!({"conditions": [{"type": cond, "status": "True",
+                        "message": format!("job {cond}")}]});
+                }
+            }
+            // A status patch answers with the whole object, spec included.
+            if segments.last() == Some(&"status") {
+                obj["metadata"]["name"] = json!(segments[segments.len() - 2]);
+                obj["spec"] =
+                    if segments.contains(&"kvstorebenchmarks") { json!({"store": "demo"}) } else { json!({}) };
+            }
+            if segments.contains(&"persistentvolumeclaims") {
+                obj = json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                    "metadata": {"name": segments.last()}, "spec": call.body["spec"]});
+            }
+            (200, obj)
+        }
+        "POST" => (201, call.body.clone()),
+        "DELETE" => (404, not_found("object")),
+        "GET" if segments.contains(&"kvstores") => match &world.store {
+            Some(store) => (200, store.clone()),
+            None => (404, not_found("kvstore")),
+        },
+        "GET" if segments.contains(&"pods") => {
+            let items: Vec<Value> = world
+                .termination_message
+                .iter()
+                .map(|message| {
+                    json!({"metadata": {"name": "run1-bench-xyz"}, "status": {"containerStatuses": [{
+                        "name": "cairn-bench", "ready": false, "restartCount": 0, "image": "i", "imageID": "",
+                        "state": {"terminated": {"exitCode": 0, "message": message,
+                                                 "finishedAt": "2026-01-01T00:00:00Z"}}}]}})
+                })
+                .collect();
+            (200, json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": items}))
+        }
+        _ => (404, not_found(&call.path)),
+    }
+}
+
+/// Runs `f` with a client wired to the fake server; returns its result and the calls made.
+async fn with_api<F, Fut, T>(world: World, f: F) -> (T, Vec<Call>)
+where
+    F: FnOnce(Arc<Context>) -> Fut,
+    Fut: std::future::Future<Output = T>,
+{
+    let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let recorded = calls.clone();
+    let server = tokio::spawn(async move {
+        while let Some((request, send)) = handle.next_request().await {
+            let method = request.method().to_string();
+            let path = request.uri().path().to_string();
+            let query = request.uri().query().unwrap_or_default().to_string();
+            let bytes = request.into_body().collect_bytes().await.unwrap_or_default();
+            let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+            let call = Call { method, path, query, body };
+            let (status, reply) = answer(&world, &call);
+            recorded.lock().unwrap_or_else(|p| p.into_inner()).push(call);
+            send.send_response(respond(status, &reply));
+        }
+    });
+    let client = Client::new(service, "default");
+    let ctx = Arc::new(Context::new(client, Arc::new(Metrics::default())));
+    let out = tokio::time::timeout(Duration::from_secs(10), f(ctx)).await.expect("reconcile timed out");
+    // Dropping the context drops the last client, which ends the server loop.
+    tokio::time::timeout(Duration::from_secs(10), server).await.expect("mock server hung").expect("mock server");
+    let calls = calls.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    (out, calls)
+}
+
+fn kvstore(spec: Value, status: Option<Value>, generation: i64) -> KVStore {
+    let mut obj = json!({
+        "apiVersion": "cairn.io/v1alpha1", "kind": "KVStore",
+        "metadata": {"name": "demo", "namespace": "default", "uid": "uid-demo", "generation": generation},
+        "spec": spec,
+    });
+    if let Some(status) = status {
+        obj["status"] = status;
+    }
+    serde_json::from_value(obj).expect("kvstore")
+}
+
+fn find<'a>(calls: &'a [Call], method: &str, path_end: &str) -> Option<&'a Call> {
+    calls.iter().find(|c| c.method == method && c.path.ends_with(path_end))
+}
+
+fn events(calls: &[Call]) -> Vec<(String, String)> {
+    calls
+        .iter()
+        .filter(|c| c.method == "POST" && c.path.ends_with("/events"))
+        .map(|c| (c.body["type"].as_str().unwrap_or("").into(), c.body["reason"].as_str().unwrap_or("").into()))
+        .collect()
+}
+
+fn condition<'a>(status: &'a Value, type_: &str) -> &'a Value {
+    status["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == type_))
+        .unwrap_or_else(|| panic!("no {type_} condition in {status}"))
+}
+
+#[tokio::test]
+async fn create_applies_every_object_and_reports_progress() {
+    let store_obj = kvstore(
+        json!({"durability": "sync", "fsyncClass": "premium-ssd", "cpus": 2,
+        "storage": {"targetAcksPerSecond": 10000}}),
+        None,
+        1,
+    );
+    let (action, calls) = with_api(World::default(), |ctx| store::reconcile(Arc::new(store_obj), ctx)).await;
+    assert_eq!(action.expect("reconcile"), Action::requeue(store::REQUEUE_PROGRESSING));
+
+    for path in [
+        "/api/v1/namespaces/default/configmaps/demo-config",
+        "/api/v1/namespaces/default/services/demo-headless",
+        "/api/v1/namespaces/default/services/demo",
+        "/apis/apps/v1/namespaces/default/statefulsets/demo",
+        "/apis/policy/v1/namespaces/default/poddisruptionbudgets/demo",
+    ] {
+        let call = find(&calls, "PATCH", path).unwrap_or_else(|| panic!("no apply of {path}: {calls:#?}"));
+        assert!(call.query.contains("fieldManager=cairn-operator"), "{}", call.query);
+        assert!(call.query.contains("force=true"), "{}", call.query);
+        assert_eq!(call.body["metadata"]["ownerReferences"][0]["uid"], "uid-demo");
+    }
+
+    let sts = &find(&calls, "PATCH", "/statefulsets/demo").expect("sts").body;
+    let container = &sts["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["command"], json!(["cairn"]));
+    let args: Vec<&str> = container["args"].as_array().expect("args").iter().filter_map(Value::as_str).collect();
+    assert!(args.windows(2).any(|w| w == ["--durability", "sync"]), "{args:?}");
+    assert!(args.windows(2).any(|w| w == ["--threads", "2"]), "{args:?}");
+    assert_eq!(container["resources"]["limits"]["cpu"], "2");
+    assert_eq!(container["resources"]["requests"]["cpu"], "2");
+    let claim = &sts["spec"]["volumeClaimTemplates"][0]["spec"];
+    assert_eq!(claim["resources"]["requests"]["storage"], "167Gi");
+    assert_eq!(claim["storageClassName"], "premium-ssd");
+
+    let status_call = find(&calls, "PATCH", "/kvstores/demo/status").expect("status applied");
+    assert!(status_call.query.contains("fieldManager=cairn-operator"));
+    let status = &status_call.body["status"];
+    assert_eq!(status["observedGeneration"], 1);
+    assert_eq!(status["readyReplicas"], 0);
+    assert_eq!(status["volume"]["size"], "167Gi");
+    assert!(status["volume"]["reason"].as_str().unwrap_or("").contains("IOPS"), "{status}");
+    assert_eq!(status["endpoints"]["resp"], "demo.default.svc:6379");
+    assert_eq!(condition(status, "Ready")["status"], "False");
+    assert_eq!(condition(status, "Progressing")["status"], "True");
+    assert_eq!(condition(status, "Degraded")["status"], "False");
+
+    // The status is written after every object is applied.
+    let last_apply = calls.iter().rposition(|c| c.method == "PATCH" && !c.path.ends_with("/status"));
+    let status_at = calls.iter().position(|c| c.path.ends_with("/kvstores/demo/status"));
+    assert!(last_apply < status_at);
+    assert_eq!(events(&calls), vec![("Normal".to_string(), "Created".to_string())]);
+}
+
+#[tokio::test]
+async fn update_becomes_ready_and_expands_volumes_without_touching_the_template() {
+    let previous = json!({"observedGeneration": 1, "readyReplicas": 0,
+        "volume": {"size": "10Gi", "storageClassName": "premium-ssd", "fsyncClass": "premium-ssd",
+                   "modelIops": 300, "modelThroughputMibps": 4, "reason": "r"},
+        "conditions": [{"type": "Ready", "status": "False", "reason": "ReplicasNotReady", "message": "",
+                        "lastTransitionTime": "2026-01-01T00:00:00Z"}]});
+    let store_obj = kvstore(
+        json!({"durability": "sync", "fsyncClass": "premium-ssd",
+        "storage": {"targetAcksPerSecond": 10000}}),
+        Some(previous),
+        2,
+    );
+    let world = World { sts_ready: 1, ..World::default() };
+    let (action, calls) = with_api(world, |ctx| store::reconcile(Arc::new(store_obj), ctx)).await;
+    assert_eq!(action.expect("reconcile"), Action::requeue(store::REQUEUE_STEADY));
+
+    let sts = &find(&calls, "PATCH", "/statefulsets/demo").expect("sts").body;
+    assert_eq!(sts["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"], "10Gi");
+    let pvc = find(&calls, "PATCH", "/persistentvolumeclaims/data-demo-0").expect("claim expanded");
+    assert_eq!(pvc.body["spec"]["resources"]["requests"]["storage"], "167Gi");
+
+    let status = &find(&calls, "PATCH", "/kvstores/demo/status").expect("status").body["status"];
+    assert_eq!(status["observedGeneration"], 2);
+    assert_eq!(status["readyReplicas"], 1);
+    assert_eq!(status["volume"]["size"], "167Gi");
+    assert_eq!(condition(status, "Ready")["status"], "True");
+    assert_eq!(condition(status, "Ready")["reason"], "AllReplicasReady");
+    assert_eq!(condition(status, "Progressing")["status"], "False");
+    let reasons: Vec<String> = events(&calls).into_iter().map(|(_, r)| r).collect();
+    assert!(reasons.contains(&"Ready".to_string()), "{reasons:?}");
+    assert!(reasons.contains(&"VolumeExpanding".to_string()), "{reasons:?}");
+    assert!(!reasons.contains(&"Created".to_string()), "{reasons:?}");
+}
+
+#[tokio::test]
+async fn invalid_spec_is_reported_in_the_status_and_applies_nothing() {
+    let store_obj = kvstore(json!({"replicas": 3, "memory": "lots"}), None, 4);
+    let (action, calls) = with_api(World::default(), |ctx| store::reconcile(Arc::new(store_obj), ctx)).await;
+    assert_eq!(action.expect("an invalid spec is not a reconcile error"), Action::await_change());
+    let applies: Vec<&Call> = calls.iter().filter(|c| c.method == "PATCH").collect();
+    assert_eq!(applies.len(), 1, "only the status: {applies:#?}");
+    let status = &applies[0].body["status"];
+    assert_eq!(status["observedGeneration"], 4);
+    let degraded = condition(status, "Degraded");
+    assert_eq!(degraded["status"], "True");
+    assert_eq!(degraded["reason"], "InvalidSpec");
+    let message = degraded["message"].as_str().unwrap_or("");
+    assert!(message.contains("replicas is 3") && message.contains("memory"), "{message}");
+    assert_eq!(condition(status, "Ready")["status"], "False");
+    assert_eq!(events(&calls), vec![("Warning".to_string(), "InvalidSpec".to_string())]);
+}
+
+fn bench() -> KVStoreBenchmark {
+    serde_json::from_value(json!({
+        "apiVersion": "cairn.io/v1alpha1", "kind": "KVStoreBenchmark",
+        "metadata": {"name": "run1", "namespace": "default", "uid": "uid-run1", "generation": 1},
+        "spec": {"store": "demo", "workload": {"clients": 8, "pipeline": 16, "durationSeconds": 5}},
+    }))
+    .expect("benchmark")
+}
+
+fn store_json() -> Value {
+    json!({"apiVersion": "cairn.io/v1alpha1", "kind": "KVStore",
+           "metadata": {"name": "demo", "namespace": "default", "uid": "uid-demo"},
+           "spec": {"image": "cairn:test"}})
+}
+
+#[tokio::test]
+async fn benchmark_waits_for_a_missing_store() {
+    let (action, calls) = with_api(World::default(), |ctx| benchmark::reconcile(Arc::new(bench()), ctx)).await;
+    assert_eq!(action.expect("reconcile"), Action::requeue(benchmark::REQUEUE_WAITING));
+    assert!(find(&calls, "PATCH", "/jobs/run1-bench").is_none());
+    let status = &find(&calls, "PATCH", "/kvstorebenchmarks/run1/status").expect("status").body["status"];
+    assert_eq!(status["phase"], "Pending");
+    assert_eq!(condition(status, "Ready")["reason"], "StoreNotFound");
+    assert_eq!(events(&calls), vec![("Warning".to_string(), "StoreNotFound".to_string())]);
+}
+
+#[tokio::test]
+async fn benchmark_runs_a_job_against_the_store_service() {
+    let world = World { store: Some(store_json()), ..World::default() };
+    let (action, calls) = with_api(world, |ctx| benchmark::reconcile(Arc::new(bench()), ctx)).await;
+    assert_eq!(action.expect("reconcile"), Action::requeue(benchmark::REQUEUE_WAITING));
+    let job = &find(&calls, "PATCH", "/apis/batch/v1/namespaces/default/jobs/run1-bench").expect("job").body;
+    let container = &job["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["image"], "cairn:test");
+    let args = container["args"].as_array().expect("args");
+    assert_eq!(args[2], "demo.default.svc:6379");
+    assert_eq!(job["metadata"]["ownerReferences"][0]["kind"], "KVStoreBenchmark");
+    let status = &find(&calls, "PATCH", "/kvstorebenchmarks/run1/status").expect("status").body["status"];
+    assert_eq!(status["phase"], "Running");
+    assert_eq!(status["jobName"], "run1-bench");
+    assert_eq!(events(&calls), vec![("Normal".to_string(), "JobCreated".to_string())]);
+}
+
+#[tokio::test]
+async fn benchmark_completion_brings_the_summary_into_the_status() {
+    let world = World {
+        store: Some(store_json()),
+        job_condition: Some("Complete"),
+        termination_message: Some(
+            r#"{"ops_per_sec": 250000.5, "p50_us": 90, "p99_us": 420, "errors": 0, "verified": true}"#.into(),
+        ),
+        ..World::default()
+    };
+    let (action, calls) = with_api(world, |ctx| benchmark::reconcile(Arc::new(bench()), ctx)).await;
+    assert_eq!(action.expect("reconcile"), Action::await_change());
+    let pods = find(&calls, "GET", "/api/v1/namespaces/default/pods").expect("pods listed");
+    assert!(pods.query.contains("run1-bench"), "{}", pods.query);
+    let status = &find(&calls, "PATCH", "/kvstorebenchmarks/run1/status").expect("status").body["status"];
+    assert_eq!(status["phase"], "Succeeded");
+    assert_eq!(status["summary"]["opsPerSec"], 250000.5);
+    assert_eq!(status["summary"]["p99Us"], 420.0);
+    assert_eq!(status["summary"]["verified"], true);
+    assert_eq!(condition(status, "Complete")["status"], "True");
+    assert_eq!(condition(status, "Failed")["status"], "False");
+    let reasons: Vec<String> = events(&calls).into_iter().map(|(_, r)| r).collect();
+    assert!(reasons.contains(&"Succeeded".to_string()), "{reasons:?}");
+}
+
+#[tokio::test]
+async fn benchmark_with_failed_verification_fails() {
+    let world = World {
+        store: Some(store_json()),
+        job_condition: Some("Complete"),
+        termination_message: Some(
+            r#"{"ops_per_sec": 1, "p50_us": 1, "p99_us": 1, "errors": 3, "verified": false}"#.into(),
+        ),
+        ..World::default()
+    };
+    let (_, calls) = with_api(world, |ctx| benchmark::reconcile(Arc::new(bench()), ctx)).await;
+    let status = &find(&calls, "PATCH", "/kvstorebenchmarks/run1/status").expect("status").body["status"];
+    assert_eq!(status["phase"], "Failed");
+    assert!(status["message"].as_str().unwrap_or("").contains("3 errors"), "{status}");
+    assert_eq!(condition(status, "Failed")["status"], "True");
+}
+
+#[tokio::test]
+async fn a_finished_benchmark_is_left_alone() {
+    let mut done = bench();
+    done.status = Some(serde_json::from_value(json!({"phase": "Succeeded"})).expect("status"));
+    let world = World { store: Some(store_json()), ..World::default() };
+    let (action, calls) = with_api(world, |ctx| benchmark::reconcile(Arc::new(done), ctx)).await;
+    assert_eq!(action.expect("reconcile"), Action::await_change());
+    assert!(calls.is_empty(), "{calls:#?}");
+}
