@@ -221,11 +221,13 @@ pub fn object(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         return Ok(());
     };
     let (encoding, access) = (entry.value.encoding(), entry.access);
+    // Redis shares the objects of the integers 0..9999 (OBJ_SHARED_REFCOUNT).
+    let shared = matches!(entry.value, cairn_engine::Value::Str(cairn_engine::StrValue::Int(n)) if (0..10_000).contains(&n));
     drop(shard);
     if is(sub, "encoding") {
         ctx.out.bulk(encoding.as_bytes());
     } else if is(sub, "refcount") {
-        ctx.out.int(1);
+        ctx.out.int(if shared { i64::from(i32::MAX) } else { 1 });
     } else if is(sub, "idletime") {
         if lfu {
             return Err(CmdError::Static(
