@@ -121,6 +121,23 @@ impl ClientRegistry {
     }
 }
 
+/// Commands queued between MULTI and EXEC.
+#[derive(Debug, Default)]
+pub struct MultiState {
+    pub queued: Vec<Vec<Vec<u8>>>,
+    /// A command was refused while queueing: EXEC answers EXECABORT.
+    pub aborted: bool,
+}
+
+/// A key this client WATCHes.
+#[derive(Debug, Clone)]
+pub struct WatchedKey {
+    pub db: usize,
+    pub key: Vec<u8>,
+    /// Whether the key existed (unexpired) when WATCH ran.
+    pub live_at_watch: bool,
+}
+
 /// The state a connection keeps for itself.
 #[derive(Debug)]
 pub struct Client {
@@ -131,6 +148,11 @@ pub struct Client {
     pub reply_mode: ReplyMode,
     /// Close the connection once the pending replies are written (QUIT, protocol errors).
     pub close_after_reply: bool,
+    /// Inside MULTI: the queued commands.
+    pub multi: Option<MultiState>,
+    pub watched: Vec<WatchedKey>,
+    /// Set by writers of a watched key (through the server's watch registry).
+    pub watch_dirty: Arc<AtomicBool>,
 }
 
 impl Client {
@@ -142,6 +164,9 @@ impl Client {
             authenticated: !needs_auth,
             reply_mode: ReplyMode::On,
             close_after_reply: false,
+            multi: None,
+            watched: Vec::new(),
+            watch_dirty: Arc::new(AtomicBool::new(false)),
         }
     }
 

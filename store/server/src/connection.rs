@@ -58,6 +58,8 @@ pub async fn serve(
     if let Err(e) = connection_loop(&server, &mut stream, &mut client, &stats).await {
         tracing::debug!(client = handle.id, error = %e, "connection closed with an error");
     }
+    let watched: Vec<(usize, Vec<u8>)> = client.watched.drain(..).map(|w| (w.db, w.key)).collect();
+    server.watches.forget(handle.id, &watched);
 }
 
 /// Why a connection loop ended early.

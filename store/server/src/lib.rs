@@ -13,6 +13,7 @@
 //! - [`commands`]: the command table, the dispatcher, one file per family.
 //! - [`client`]: per-connection state and the registry CLIENT LIST reads.
 //! - [`server`]: the state all workers share; [`stats`]: per-worker counters.
+//! - [`watch`]: WATCH bookkeeping (who watches which key).
 //! - [`shutdown`]: the signal that stops every worker.
 //!
 //! Tests start a server in-process with [`start`] on an ephemeral port; the
@@ -28,6 +29,7 @@ pub mod listener;
 pub mod server;
 pub mod shutdown;
 pub mod stats;
+pub mod watch;
 pub mod worker;
 
 use std::net::SocketAddr;

@@ -12,6 +12,7 @@ use crate::config::Config;
 use crate::config_params::RuntimeConfig;
 use crate::shutdown::Shutdown;
 use crate::stats::{Totals, WorkerStats};
+use crate::watch::WatchRegistry;
 
 /// The server's shared state.
 #[derive(Debug)]
@@ -20,6 +21,7 @@ pub struct Server {
     pub runtime: RuntimeConfig,
     pub keyspace: Keyspace,
     pub clients: ClientRegistry,
+    pub watches: WatchRegistry,
     pub workers: Vec<Arc<WorkerStats>>,
     pub shutdown: Shutdown,
     pub started: Instant,
@@ -52,6 +54,7 @@ impl Server {
             runtime: RuntimeConfig::new(&config),
             keyspace: Keyspace::new(config.databases, config.shards),
             clients: ClientRegistry::default(),
+            watches: WatchRegistry::default(),
             workers: (0..num_workers).map(|_| Arc::new(WorkerStats::new(num_commands))).collect(),
             shutdown,
             started: Instant::now(),

@@ -80,6 +80,7 @@ fn protocol(ctx: &mut Ctx<'_>, kind: &[u8]) -> CmdResult {
     } else if is(kind, "integer") {
         out.int(12345);
     } else if is(kind, "double") {
+        #[allow(clippy::approx_constant)] // Redis's DEBUG PROTOCOL double is literally 3.141.
         out.double(3.141);
     } else if is(kind, "bignum") {
         out.big_number("1234567999999999999999999999999999999");

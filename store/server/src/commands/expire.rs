@@ -43,7 +43,7 @@ fn parse_conditions(args: &[&[u8]]) -> Result<Conditions, CmdError> {
 fn allowed(c: Conditions, current: Option<u64>, new: u64) -> bool {
     match current {
         None => !(c.xx || c.gt),
-        Some(cur) => !c.nx && !(c.gt && new <= cur) && !(c.lt && new >= cur),
+        Some(cur) => !(c.nx || (c.gt && new <= cur) || (c.lt && new >= cur)),
     }
 }
 

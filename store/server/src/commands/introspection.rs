@@ -222,7 +222,8 @@ pub fn object(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     };
     let (encoding, access) = (entry.value.encoding(), entry.access);
     // Redis shares the objects of the integers 0..9999 (OBJ_SHARED_REFCOUNT).
-    let shared = matches!(entry.value, cairn_engine::Value::Str(cairn_engine::StrValue::Int(n)) if (0..10_000).contains(&n));
+    let shared =
+        matches!(entry.value, cairn_engine::Value::Str(cairn_engine::StrValue::Int(n)) if (0..10_000).contains(&n));
     drop(shard);
     if is(sub, "encoding") {
         ctx.out.bulk(encoding.as_bytes());

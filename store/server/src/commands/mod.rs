@@ -65,6 +65,7 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
     let Some(index) = table::lookup(args[0]) else {
         ctx.out.error(&error::unknown_command(args));
         record_error(ctx);
+        abort_multi(ctx);
         return;
     };
     let spec = table::spec(index);
@@ -74,7 +75,15 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
         ctx.out.error(&e.message(spec.name));
         record_error(ctx);
         counters.rejected.add(1);
+        abort_multi(ctx);
         return;
+    }
+    if let Some(multi) = ctx.client.multi.as_mut() {
+        if spec.flags & table::TXN_CONTROL == 0 {
+            multi.queued.push(args.iter().map(|a| a.to_vec()).collect());
+            ctx.out.simple("QUEUED");
+            return;
+        }
     }
     let reply_start = ctx.out.buffer().len();
     let started = Instant::now();
@@ -82,13 +91,29 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
     counters.usec.add(started.elapsed().as_micros() as u64);
     counters.calls.add(1);
     ctx.stats.commands.add(1);
-    if let Err(e) = result {
-        ctx.out.error(&e.message(spec.name));
+    match result {
+        Err(e) => ctx.out.error(&e.message(spec.name)),
+        Ok(()) if spec.flags & table::WRITE != 0 && ctx.server.watches.is_active() => touch_keys(ctx, spec, args),
+        Ok(()) => {}
     }
     if record_error(ctx) {
         counters.failed.add(1);
     }
     apply_reply_mode(ctx, reply_start, spec.name == "client");
+}
+
+/// A command was refused inside MULTI: EXEC will answer EXECABORT.
+fn abort_multi(ctx: &mut Ctx<'_>) {
+    if let Some(multi) = ctx.client.multi.as_mut() {
+        multi.aborted = true;
+    }
+}
+
+/// Marks WATCHers of the keys a write command named as dirty.
+fn touch_keys(ctx: &Ctx<'_>, spec: &table::CommandSpec, args: &[&[u8]]) {
+    for position in spec.key_positions(args.len()) {
+        ctx.server.watches.touch(ctx.client.db, args[position]);
+    }
 }
 
 /// Checks arity and authentication before running a command.

@@ -121,9 +121,20 @@ fn flush_mode(args: &[&[u8]]) -> CmdResult {
     }
 }
 
+/// Marks dirty the WATCHers of keys that exist in `db` (a flush or swap
+/// changes them; watched keys that do not exist stay untouched, as in Redis).
+fn touch_existing_watched(ctx: &Ctx<'_>, db: usize) {
+    for key in ctx.server.watches.keys_in_db(db) {
+        if ctx.server.keyspace.lock_key(&key).db(db).peek(&key, ctx.now_ms).is_some() {
+            ctx.server.watches.touch(db, &key);
+        }
+    }
+}
+
 pub fn flushdb(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     flush_mode(&args[1..])?;
     let db = ctx.db();
+    touch_existing_watched(ctx, db);
     let mut all = ctx.server.keyspace.lock_all();
     all.for_each_shard(|shard| shard.db(db).clear());
     ctx.out.ok();
@@ -133,6 +144,7 @@ pub fn flushdb(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 pub fn flushall(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     flush_mode(&args[1..])?;
     let dbs = ctx.server.keyspace.num_dbs();
+    (0..dbs).for_each(|db| touch_existing_watched(ctx, db));
     let mut all = ctx.server.keyspace.lock_all();
     all.for_each_shard(|shard| (0..dbs).for_each(|db| shard.db(db).clear()));
     ctx.out.ok();
@@ -147,6 +159,8 @@ pub fn swapdb(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         return Err(CmdError::DbIndexOutOfRange);
     }
     if a != b {
+        touch_existing_watched(ctx, a as usize);
+        touch_existing_watched(ctx, b as usize);
         let mut all = ctx.server.keyspace.lock_all();
         all.for_each_shard(|shard| shard.swap_dbs(a as usize, b as usize));
     }

@@ -19,6 +19,8 @@ pub const FAST: u32 = 1 << 2;
 pub const NO_AUTH: u32 = 1 << 3;
 /// Administrative.
 pub const ADMIN: u32 = 1 << 4;
+/// Runs at once inside MULTI instead of being queued (EXEC, DISCARD, ...).
+pub const TXN_CONTROL: u32 = 1 << 5;
 
 /// One command.
 #[derive(Debug)]
@@ -79,8 +81,8 @@ pub static CORE: &[CommandSpec] = &[
     c("hello", -1, F | NO_AUTH, NONE, connection::hello),
     c("auth", -2, F | NO_AUTH, NONE, connection::auth),
     c("select", 2, F, NONE, connection::select),
-    c("quit", -1, F | NO_AUTH, NONE, connection::quit),
-    c("reset", 1, F | NO_AUTH, NONE, connection::reset),
+    c("quit", -1, F | NO_AUTH | TXN_CONTROL, NONE, connection::quit),
+    c("reset", 1, F | NO_AUTH | TXN_CONTROL, NONE, connection::reset),
     c("client", -2, 0, NONE, client::client),
     // server
     c("command", -1, 0, NONE, introspection::command),

@@ -1,6 +1,130 @@
-//! PLACEHOLDER: the transactions commands. Their owner replaces this file.
+//! Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH.
+//!
+//! Commands sent after MULTI are checked (name, arity) and queued. EXEC holds
+//! the locks of every shard the queued commands touch (all shards when a
+//! command has no declared keys), in ascending order, then runs them: the
+//! shard locks are re-entrant per thread, so each command's own locking
+//! re-enters them and no other worker can interleave. WATCH records whether
+//! each key was live; EXEC fails when a watched key was written (the
+//! registry marks the client dirty) or has since expired.
 
-use super::table::CommandSpec;
+use std::sync::atomic::Ordering;
 
-/// This family's commands (joined into the command table).
-pub static COMMANDS: &[CommandSpec] = &[];
+use super::table::{c, lookup, spec, CommandSpec, F, NONE, R, TXN_CONTROL};
+use super::{dispatch, CmdError, CmdResult, Ctx};
+use crate::client::MultiState;
+
+pub static COMMANDS: &[CommandSpec] = &[
+    c("multi", 1, F | TXN_CONTROL, NONE, multi),
+    c("exec", 1, TXN_CONTROL, NONE, exec),
+    c("discard", 1, F | TXN_CONTROL, NONE, discard),
+    c("watch", -2, F | TXN_CONTROL, (1, -1, 1), watch),
+    c("unwatch", 1, F, NONE, unwatch),
+];
+
+pub fn multi(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
+    if ctx.client.multi.is_some() {
+        return Err(CmdError::Static("ERR MULTI calls can not be nested"));
+    }
+    ctx.client.multi = Some(MultiState::default());
+    ctx.out.ok();
+    Ok(())
+}
+
+pub fn discard(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
+    if ctx.client.multi.take().is_none() {
+        return Err(CmdError::Static("ERR DISCARD without MULTI"));
+    }
+    unwatch_all(ctx);
+    ctx.out.ok();
+    Ok(())
+}
+
+pub fn watch(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    if ctx.client.multi.is_some() {
+        return Err(CmdError::Static("ERR WATCH inside MULTI is not allowed"));
+    }
+    let db = ctx.db();
+    for key in &args[1..] {
+        if ctx.client.watched.iter().any(|w| w.db == db && w.key == *key) {
+            continue;
+        }
+        let live = ctx.server.keyspace.lock_key(key).db(db).peek(key, ctx.now_ms).is_some();
+        ctx.server.watches.watch(db, key, ctx.client.id(), &ctx.client.watch_dirty);
+        ctx.client.watched.push(crate::client::WatchedKey { db, key: key.to_vec(), live_at_watch: live });
+    }
+    ctx.out.ok();
+    Ok(())
+}
+
+pub fn unwatch(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
+    unwatch_all(ctx);
+    ctx.out.ok();
+    Ok(())
+}
+
+/// Forgets every watched key of this client and clears its dirty flag.
+pub fn unwatch_all(ctx: &mut Ctx<'_>) {
+    let watched: Vec<(usize, Vec<u8>)> = ctx.client.watched.drain(..).map(|w| (w.db, w.key)).collect();
+    ctx.server.watches.forget(ctx.client.id(), &watched);
+    ctx.client.watch_dirty.store(false, Ordering::SeqCst);
+}
+
+/// Whether a watched key was written, or was live at WATCH and is not now.
+fn watch_failed(ctx: &Ctx<'_>) -> bool {
+    if ctx.client.watch_dirty.load(Ordering::SeqCst) {
+        return true;
+    }
+    ctx.client
+        .watched
+        .iter()
+        .any(|w| w.live_at_watch && ctx.server.keyspace.lock_key(&w.key).db(w.db).peek(&w.key, ctx.now_ms).is_none())
+}
+
+pub fn exec(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
+    let Some(state) = ctx.client.multi.take() else {
+        return Err(CmdError::Static("ERR EXEC without MULTI"));
+    };
+    if state.aborted {
+        unwatch_all(ctx);
+        return Err(CmdError::Static("EXECABORT Transaction discarded because of previous errors."));
+    }
+    let shards = shards_for(ctx, &state);
+    let held = ctx.server.keyspace.hold_shards(&shards);
+    if watch_failed(ctx) {
+        drop(held);
+        unwatch_all(ctx);
+        ctx.out.null_array();
+        return Ok(());
+    }
+    ctx.out.array(state.queued.len());
+    for queued in &state.queued {
+        let args: Vec<&[u8]> = queued.iter().map(Vec::as_slice).collect();
+        ctx.now_ms = cairn_engine::clock::now_ms();
+        dispatch(ctx, &args);
+    }
+    drop(held);
+    unwatch_all(ctx);
+    Ok(())
+}
+
+/// The sorted shard indexes the queued commands need: their keys' shards,
+/// or every shard when one of them has no declared keys (FLUSHALL, KEYS, ...).
+fn shards_for(ctx: &Ctx<'_>, state: &MultiState) -> Vec<usize> {
+    let keyspace = &ctx.server.keyspace;
+    let mut shards = Vec::new();
+    for queued in &state.queued {
+        let Some(index) = lookup(&queued[0]) else { continue };
+        let positions = spec(index).key_positions(queued.len());
+        if positions.is_empty() && spec(index).flags & (super::table::WRITE | R) != 0 {
+            return (0..keyspace.num_shards()).collect();
+        }
+        shards.extend(positions.into_iter().map(|p| keyspace.shard_of(&queued[p])));
+    }
+    for watched in &ctx.client.watched {
+        shards.push(keyspace.shard_of(&watched.key));
+    }
+    shards.sort_unstable();
+    shards.dedup();
+    shards
+}

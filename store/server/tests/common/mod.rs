@@ -3,6 +3,7 @@
 //! crate (an independent decoder).
 
 #![allow(dead_code)]
+#![allow(clippy::expect_used)]
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -27,7 +28,7 @@ impl TestServer {
         let dir = std::env::temp_dir().join(format!(
             "cairn-it-{}-{}",
             std::process::id(),
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_nanos()
         ));
         let mut config = Config::for_tests(&dir);
         tweak(&mut config);
@@ -101,7 +102,7 @@ impl Client {
             // The decoder reports an incomplete frame as an error: read more;
             // a genuinely malformed reply ends in the read timeout below.
             let decoded = if self.resp3 {
-                decode(&self.buf).map(|d| d.map(|(f, used)| (f, used)))
+                decode(&self.buf)
             } else {
                 redis_protocol::resp2::decode::decode(&self.buf).map(|d| d.map(|(f, used)| (from_resp2(f), used)))
             };
