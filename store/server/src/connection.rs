@@ -153,7 +153,9 @@ fn execute_batch(
         ..Limits::default()
     };
     let protocol = client.protocol;
-    let mut ctx = Ctx { server, client, out: ReplyWriter::new(output, protocol), stats, now_ms: 0 };
+    // One clock read per batch: the commands of a batch arrived together.
+    let now_ms = cairn_engine::clock::now_ms();
+    let mut ctx = Ctx { server, client, out: ReplyWriter::new(output, protocol), stats, now_ms };
     // One argument vector for the whole batch: emptied after each command and
     // recycled (same allocation) so the borrow of `argv` ends each time.
     let mut spare: Vec<&'static [u8]> = Vec::with_capacity(8);
@@ -165,7 +167,6 @@ fn execute_batch(
                 let mut args: Vec<&[u8]> = spare;
                 argv.slices(&input[pos..], &mut args);
                 if !args.is_empty() {
-                    ctx.now_ms = cairn_engine::clock::now_ms();
                     dispatch(&mut ctx, &args);
                 }
                 spare = recycle(args);
@@ -179,7 +180,7 @@ fn execute_batch(
             }
         }
     }
-    ctx.client.handle.last_interaction_ms.store(cairn_engine::clock::now_ms(), Ordering::Relaxed);
+    ctx.client.handle.last_interaction_ms.store(now_ms, Ordering::Relaxed);
     pos
 }
 

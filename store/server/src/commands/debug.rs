@@ -12,6 +12,7 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         if secs > 0.0 {
             // Like Redis, this blocks the whole worker: tests use it to let time pass server-side.
             std::thread::sleep(Duration::from_secs_f64(secs.min(3600.0)));
+            ctx.now_ms = cairn_engine::clock::now_ms();
         }
         ctx.out.ok();
     } else if is(sub, "set-active-expire") && args.len() == 3 {

@@ -201,3 +201,20 @@ pub fn function(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     }
     Ok(())
 }
+
+/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]: stops the server (there is
+/// nothing to save until persistence lands, so SAVE and NOSAVE are alike).
+pub fn shutdown(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    for arg in &args[1..] {
+        if is(arg, "abort") {
+            return Err(CmdError::Static("ERR No shutdown in progress."));
+        }
+        if !(is(arg, "nosave") || is(arg, "save") || is(arg, "now") || is(arg, "force")) {
+            return Err(CmdError::Syntax);
+        }
+    }
+    tracing::warn!(client = ctx.client.id(), "SHUTDOWN requested by a client");
+    ctx.server.shutdown.trigger();
+    ctx.client.close_after_reply = true;
+    Ok(())
+}

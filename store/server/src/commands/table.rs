@@ -1,7 +1,6 @@
 //! The command table: every command's name, arity, flags, key positions and
 //! handler. Lookup is case-insensitive and allocation-free.
 
-use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use super::{
@@ -99,6 +98,7 @@ pub static CORE: &[CommandSpec] = &[
     c("memory", -2, R, NONE, introspection::memory),
     c("save", 1, ADMIN, NONE, server_admin::save),
     c("function", -2, 0, NONE, server_admin::function),
+    c("shutdown", -1, ADMIN, NONE, server_admin::shutdown),
     c("bgsave", -1, ADMIN, NONE, server_admin::save),
     // keys
     c("del", -2, W, KALL, keys::del),
@@ -182,9 +182,17 @@ pub fn spec(index: usize) -> &'static CommandSpec {
     all()[index]
 }
 
-fn index() -> &'static HashMap<&'static [u8], usize> {
-    static INDEX: OnceLock<HashMap<&'static [u8], usize>> = OnceLock::new();
-    INDEX.get_or_init(|| all().iter().enumerate().map(|(i, c)| (c.name.as_bytes(), i)).collect())
+/// Name → index. foldhash rather than SipHash: the names are ours, not an
+/// attacker's, and lookup runs once per request.
+type NameIndex = hashbrown::HashMap<&'static [u8], usize, foldhash::fast::FixedState>;
+
+fn index() -> &'static NameIndex {
+    static INDEX: OnceLock<NameIndex> = OnceLock::new();
+    INDEX.get_or_init(|| {
+        let mut map = NameIndex::with_hasher(foldhash::fast::FixedState::with_seed(7));
+        map.extend(all().iter().enumerate().map(|(i, c)| (c.name.as_bytes(), i)));
+        map
+    })
 }
 
 /// Finds a command by name, ignoring case, without allocating.
