@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::{Durability, FsyncClass};
 
 /// The image used when `spec.image` is empty.
-pub const DEFAULT_IMAGE: &str = "ghcr.io/cairn-db/cairn:0.1.0";
+pub const DEFAULT_IMAGE: &str = "cairn-db/cairn:0.1.0";
 
 /// Desired state of a Cairn key-value store.
 // clippy reads the repeated `type_ = ...` of `printcolumn(...)` as duplicated attributes.

