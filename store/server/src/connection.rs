@@ -80,15 +80,18 @@ async fn connection_loop(
     let mut input: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut output: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut argv = Argv::default();
+    // Registered once: polling it again costs no new registration. Server
+    // shutdown needs no wait here: the worker drops its connection tasks.
     let handle = client.handle.clone();
+    let killed = handle.killed();
+    tokio::pin!(killed);
     loop {
         if input.capacity() - input.len() < READ_CHUNK / 4 {
             input.reserve(READ_CHUNK.max(input.len()));
         }
         let n = tokio::select! {
             biased;
-            _ = handle.killed() => return Ok(()),
-            _ = server.shutdown.wait() => return Ok(()),
+            _ = &mut killed => return Ok(()),
             read = read_with_timeout(server, stream, &mut input) => read?,
         };
         if n == 0 {
