@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# CPU cost per operation, counted in instructions with valgrind's callgrind:
+# repeatable whatever else the (shared, noisy) machine is doing.
+#
+# Runs the same redis-benchmark workload (SET, GET, INCR; -P 16 -c 8 -d 32
+# -r 100000) against Cairn (one worker) and Redis 7.0 (save "", appendonly no),
+# each under callgrind, and prints total instructions and instructions per op.
+# Usage: e2e/bench/callgrind_cost.sh [CAIRN_BIN] [OPS_PER_TEST]
+set -euo pipefail
+cairn_bin=${1:-target/release/cairn}
+ops=${2:-200000}
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_ping() { for _ in $(seq 100); do redis-cli -p "$1" ping >/dev/null 2>&1 && return 0; sleep 0.2; done; return 1; }
+
+measure() { # name port cmd...
+  local name=$1 port=$2; shift 2
+  valgrind --tool=callgrind --callgrind-out-file="$work/$name.cg" "$@" >"$work/$name.log" 2>&1 &
+  pids+=($!)
+  wait_ping "$port"
+  redis-benchmark -p "$port" -n "$ops" -P 16 -c 8 -d 32 -r 100000 -t set,get,incr -q >/dev/null 2>&1
+  redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
+  wait "${pids[-1]}" 2>/dev/null || true
+  callgrind_annotate "$work/$name.cg" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",","",$1); print $1}'
+}
+
+cport=$(free_port)
+cairn_ir=$(measure cairn "$cport" "$cairn_bin" --port "$cport" --threads 1 --data-dir "$work/cairn-data")
+rport=$(free_port)
+redis_ir=$(measure redis "$rport" redis-server --port "$rport" --save "" --appendonly no --dir "$work")
+total_ops=$((ops * 3))
+printf '| server | instructions | instructions/op | ratio |\n|---|---:|---:|---:|\n'
+printf '| Redis %s | %s | %d | 1.00 |\n' "$(redis-server --version | grep -o 'v=[0-9.]*' | cut -d= -f2)" "$redis_ir" $((redis_ir / total_ops))
+printf '| Cairn | %s | %d | %.2f |\n' "$cairn_ir" $((cairn_ir / total_ops)) "$(python3 -c "print($cairn_ir / $redis_ir)")"
+echo "(SET+GET+INCR, $ops each, redis-benchmark -P 16 -c 8 -d 32 -r 100000; totals include start-up)"
