@@ -249,6 +249,15 @@ impl MultiGuard<'_> {
         self.guards[pos].db(db)
     }
 
+    /// The table of database `db` that holds `key`, read-only, so that several
+    /// keys' values can be read at once (SINTER, SUNION, ...). The key's shard
+    /// must be locked.
+    pub fn table_ref(&self, db: usize, key: &[u8]) -> &Table {
+        let shard = self.keyspace.shard_of(key);
+        let pos = self.indexes.binary_search(&shard).unwrap_or_else(|_| panic!("shard {shard} is not locked"));
+        self.guards[pos].db_ref(db)
+    }
+
     /// Calls `f` on every locked shard, in order.
     pub fn for_each_shard(&mut self, mut f: impl FnMut(&mut Shard)) {
         for guard in self.guards.iter_mut() {
