@@ -352,9 +352,29 @@ pub fn hscan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     Ok(())
 }
 
-/// A SCAN-family cursor argument.
+/// A SCAN-family cursor argument, read as Redis reads it (`strtoul`): no
+/// leading space, an optional sign (a negative cursor wraps around), decimal
+/// digits up to `u64::MAX`, nothing after them (but a NUL ends the text, and
+/// an empty cursor is 0).
 pub fn scan_cursor(arg: &[u8]) -> Result<u64, CmdError> {
-    cairn_engine::number::parse_u64(arg).ok_or(CmdError::Static("ERR invalid cursor"))
+    const INVALID: CmdError = CmdError::Static("ERR invalid cursor");
+    let text = arg.split(|&b| b == 0).next().unwrap_or_default();
+    if text.is_empty() {
+        return Ok(0);
+    }
+    let (negative, digits) = match text[0] {
+        b'-' => (true, &text[1..]),
+        b'+' => (false, &text[1..]),
+        _ => (false, text),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return Err(INVALID);
+    }
+    let mut value: u64 = 0;
+    for &d in digits {
+        value = value.checked_mul(10).and_then(|v| v.checked_add(u64::from(d - b'0'))).ok_or(INVALID)?;
+    }
+    Ok(if negative { value.wrapping_neg() } else { value })
 }
 
 /// MATCH and COUNT of HSCAN/SSCAN/ZSCAN (TYPE is SCAN's only).
@@ -371,4 +391,22 @@ pub fn empty_scan(ctx: &mut Ctx<'_>) {
     ctx.out.array(2);
     ctx.out.bulk(b"0");
     ctx.out.array(0);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::scan_cursor;
+
+    #[test]
+    fn cursors_parse_like_strtoul() {
+        assert_eq!(scan_cursor(b"0"), Ok(0));
+        assert_eq!(scan_cursor(b""), Ok(0));
+        assert_eq!(scan_cursor(b"+17"), Ok(17));
+        assert_eq!(scan_cursor(b"-1"), Ok(u64::MAX));
+        assert_eq!(scan_cursor(b"18446744073709551615"), Ok(u64::MAX));
+        assert_eq!(scan_cursor(b"5\0junk"), Ok(5));
+        for bad in [&b"18446744073709551616"[..], b" 1", b"1 ", b"x", b"-", b"1.5"] {
+            assert!(scan_cursor(bad).is_err(), "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
 }

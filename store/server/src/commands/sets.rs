@@ -160,9 +160,9 @@ pub fn spop(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     match args.len() {
         2 => spop_one(ctx, args[1]),
         3 => {
-            let count = int_arg(args[2])?;
-            let count =
-                usize::try_from(count).map_err(|_| CmdError::Static("ERR value is out of range, must be positive"))?;
+            const NOT_POSITIVE: CmdError = CmdError::Static("ERR value is out of range, must be positive");
+            let count = int_arg(args[2]).map_err(|_| NOT_POSITIVE)?;
+            let count = usize::try_from(count).map_err(|_| NOT_POSITIVE)?;
             spop_count(ctx, args[1], count)
         }
         _ => Err(CmdError::Syntax),
