@@ -37,11 +37,15 @@ pub struct Hash {
 #[derive(Debug, Clone)]
 enum Repr {
     Listpack(Listpack),
-    Table {
-        dict: Dict,
-        /// Bytes of all fields and values (for `heap_bytes` in O(1)).
-        payload: usize,
-    },
+    /// Boxed, so that a small hash stays a few words.
+    Table(Box<Table>),
+}
+
+#[derive(Debug, Clone)]
+struct Table {
+    dict: Dict,
+    /// Bytes of all fields and values (for `heap_bytes` in O(1)).
+    payload: usize,
 }
 
 impl Default for Repr {
@@ -76,7 +80,7 @@ impl Hash {
     pub fn len(&self) -> usize {
         match &self.repr {
             Repr::Listpack(lp) => lp.count() / 2,
-            Repr::Table { dict, .. } => dict.len(),
+            Repr::Table(table) => table.dict.len(),
         }
     }
 
@@ -88,7 +92,7 @@ impl Hash {
     pub fn encoding(&self) -> &'static str {
         match self.repr {
             Repr::Listpack(_) => "listpack",
-            Repr::Table { .. } => "hashtable",
+            Repr::Table(_) => "hashtable",
         }
     }
 
@@ -101,10 +105,12 @@ impl Hash {
     pub fn heap_bytes(&self) -> usize {
         match &self.repr {
             Repr::Listpack(lp) => lp.heap_bytes(),
-            Repr::Table { dict, payload } => {
+            Repr::Table(table) => {
                 // Entry (hash + two boxed slices), index slot and control byte,
                 // plus allocator overhead for each field and value.
-                dict.capacity() * (std::mem::size_of::<(u64, Box<[u8]>, Box<[u8]>)>() + 9) + payload + dict.len() * 16
+                table.dict.capacity() * (std::mem::size_of::<(u64, Box<[u8]>, Box<[u8]>)>() + 9)
+                    + table.payload
+                    + table.dict.len() * 16
             }
         }
     }
@@ -128,7 +134,7 @@ impl Hash {
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
         match &self.repr {
             Repr::Listpack(lp) => listpack_find(lp, field).map(|(_, v)| lp.bytes(v)),
-            Repr::Table { dict, .. } => dict.get(field).map(|v| &v[..]),
+            Repr::Table(table) => table.dict.get(field).map(|v| &v[..]),
         }
     }
 
@@ -163,14 +169,14 @@ impl Hash {
                 }
                 true
             }
-            Repr::Table { dict, payload } => {
-                if let Some(old) = dict.get_mut(field) {
-                    *payload = *payload + value.len() - old.len();
+            Repr::Table(table) => {
+                if let Some(old) = table.dict.get_mut(field) {
+                    table.payload = table.payload + value.len() - old.len();
                     *old = value.into();
                     return false;
                 }
-                *payload += field.len() + value.len();
-                dict.insert(field.into(), value.into());
+                table.payload += field.len() + value.len();
+                table.dict.insert(field.into(), value.into());
                 true
             }
         }
@@ -186,12 +192,10 @@ impl Hash {
                 }
                 None => false,
             },
-            Repr::Table { dict, payload } => match dict.swap_remove_entry(field) {
+            Repr::Table(table) => match table.dict.swap_remove_entry(field) {
                 Some((f, v)) => {
-                    *payload -= f.len() + v.len();
-                    if dict.capacity() > 64 && dict.len() < dict.capacity() / 8 {
-                        dict.shrink_to(dict.len() * 2);
-                    }
+                    table.payload -= f.len() + v.len();
+                    shrink_if_sparse(&mut table.dict);
                     true
                 }
                 None => false,
@@ -203,7 +207,7 @@ impl Hash {
     pub fn iter(&self) -> Iter<'_> {
         match &self.repr {
             Repr::Listpack(lp) => Iter::Listpack(lp, lp.spans()),
-            Repr::Table { dict, .. } => Iter::Table(dict.iter()),
+            Repr::Table(table) => Iter::Table(table.dict.iter()),
         }
     }
 
@@ -221,7 +225,7 @@ impl Hash {
     fn nth(&self, index: usize) -> Option<(&[u8], &[u8])> {
         match &self.repr {
             Repr::Listpack(_) => self.iter().nth(index),
-            Repr::Table { dict, .. } => dict.get_index(index).map(|(f, v)| (&f[..], &v[..])),
+            Repr::Table(table) => table.dict.get_index(index).map(|(f, v)| (&f[..], &v[..])),
         }
     }
 
@@ -239,9 +243,9 @@ impl Hash {
                     f(field, value);
                 }
             }
-            Repr::Table { dict, .. } => {
+            Repr::Table(table) => {
                 for _ in 0..count {
-                    if let Some((field, value)) = dict.get_index(rng.gen_range(0..len)) {
+                    if let Some((field, value)) = table.dict.get_index(rng.gen_range(0..len)) {
                         f(field, value);
                     }
                 }
@@ -267,9 +271,9 @@ impl Hash {
                     f(field, value);
                 }
             }
-            Repr::Table { dict, .. } => {
+            Repr::Table(table) => {
                 for index in picks.iter() {
-                    if let Some((field, value)) = dict.get_index(index) {
+                    if let Some((field, value)) = table.dict.get_index(index) {
                         f(field, value);
                     }
                 }
@@ -286,10 +290,10 @@ impl Hash {
                 self.iter().for_each(|(field, value)| f(field, value));
                 0
             }
-            Repr::Table { dict, .. } => {
-                let (range, next) = cursor::scan_range(dict.len(), cursor, count);
+            Repr::Table(table) => {
+                let (range, next) = cursor::scan_range(table.dict.len(), cursor, count);
                 for index in range.rev() {
-                    if let Some((field, value)) = dict.get_index(index) {
+                    if let Some((field, value)) = table.dict.get_index(index) {
                         f(field, value);
                     }
                 }
@@ -300,13 +304,20 @@ impl Hash {
 
     fn convert_to_table(&mut self) {
         let Repr::Listpack(lp) = &self.repr else { return };
-        let mut dict = Dict::with_capacity_and_hasher(lp.count() / 2, RandomState::default());
-        let mut payload = 0;
+        let dict = Dict::with_capacity_and_hasher(lp.count() / 2, RandomState::default());
+        let mut table = Box::new(Table { dict, payload: 0 });
         for (field, value) in self.iter() {
-            payload += field.len() + value.len();
-            dict.insert(field.into(), value.into());
+            table.payload += field.len() + value.len();
+            table.dict.insert(field.into(), value.into());
         }
-        self.repr = Repr::Table { dict, payload };
+        self.repr = Repr::Table(table);
+    }
+}
+
+/// Gives memory back once a table is mostly empty.
+fn shrink_if_sparse<K: std::hash::Hash + Eq, V>(dict: &mut IndexMap<K, V, RandomState>) {
+    if dict.capacity() > 64 && dict.len() < dict.capacity() / 8 {
+        dict.shrink_to(dict.len() * 2);
     }
 }
 
@@ -346,6 +357,13 @@ mod tests {
         let mut d = std::hash::DefaultHasher::new();
         h.digest(&mut d);
         d.finish()
+    }
+
+    #[test]
+    fn small_hashes_stay_small() {
+        // Every hash key boxes one of these: keep it at three words.
+        assert!(std::mem::size_of::<Hash>() <= 24);
+        assert!(std::mem::size_of::<crate::types::Set>() <= 24);
     }
 
     #[test]

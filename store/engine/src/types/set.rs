@@ -38,11 +38,15 @@ pub struct Set {
 #[derive(Debug, Clone)]
 enum Repr {
     Intset(Intset),
-    Table {
-        dict: Dict,
-        /// Bytes of all members (for `heap_bytes` in O(1)).
-        payload: usize,
-    },
+    /// Boxed, so that a small set stays a few words.
+    Table(Box<Table>),
+}
+
+#[derive(Debug, Clone)]
+struct Table {
+    dict: Dict,
+    /// Bytes of all members (for `heap_bytes` in O(1)).
+    payload: usize,
 }
 
 impl Default for Repr {
@@ -95,14 +99,14 @@ impl Set {
     pub fn for_first(first: &[u8]) -> Self {
         match as_int(first) {
             Some(_) => Self::new(),
-            None => Set { repr: Repr::Table { dict: Dict::default(), payload: 0 } },
+            None => Set { repr: Repr::Table(Box::new(Table { dict: Dict::default(), payload: 0 })) },
         }
     }
 
     pub fn len(&self) -> usize {
         match &self.repr {
             Repr::Intset(ints) => ints.len(),
-            Repr::Table { dict, .. } => dict.len(),
+            Repr::Table(table) => table.dict.len(),
         }
     }
 
@@ -114,7 +118,7 @@ impl Set {
     pub fn encoding(&self) -> &'static str {
         match self.repr {
             Repr::Intset(_) => "intset",
-            Repr::Table { .. } => "hashtable",
+            Repr::Table(_) => "hashtable",
         }
     }
 
@@ -122,8 +126,10 @@ impl Set {
     pub fn heap_bytes(&self) -> usize {
         match &self.repr {
             Repr::Intset(ints) => ints.heap_bytes(),
-            Repr::Table { dict, payload } => {
-                dict.capacity() * (std::mem::size_of::<(u64, Box<[u8]>)>() + 9) + payload + dict.len() * 8
+            Repr::Table(table) => {
+                table.dict.capacity() * (std::mem::size_of::<(u64, Box<[u8]>)>() + 9)
+                    + table.payload
+                    + table.dict.len() * 8
             }
         }
     }
@@ -144,7 +150,7 @@ impl Set {
     pub fn contains(&self, member: &[u8]) -> bool {
         match &self.repr {
             Repr::Intset(ints) => as_int(member).is_some_and(|v| ints.contains(v)),
-            Repr::Table { dict, .. } => dict.contains(member),
+            Repr::Table(table) => table.dict.contains(member),
         }
     }
 
@@ -153,7 +159,7 @@ impl Set {
         match (member, &self.repr) {
             (Member::Int(v), Repr::Intset(ints)) => ints.contains(v),
             (Member::Bytes(b), _) => self.contains(b),
-            (Member::Int(_), Repr::Table { dict, .. }) => member.with_bytes(|b| dict.contains(b)),
+            (Member::Int(_), Repr::Table(table)) => member.with_bytes(|b| table.dict.contains(b)),
         }
     }
 
@@ -171,10 +177,10 @@ impl Set {
                 None => self.convert_to_table(),
             }
         }
-        let Repr::Table { dict, payload } = &mut self.repr else { unreachable!("converted above") };
-        let added = dict.insert(member.into());
+        let Repr::Table(table) = &mut self.repr else { unreachable!("converted above") };
+        let added = table.dict.insert(member.into());
         if added {
-            *payload += member.len();
+            table.payload += member.len();
         }
         added
     }
@@ -197,11 +203,11 @@ impl Set {
     pub fn remove(&mut self, member: &[u8]) -> bool {
         match &mut self.repr {
             Repr::Intset(ints) => as_int(member).is_some_and(|v| ints.remove(v)),
-            Repr::Table { dict, payload } => {
-                let removed = dict.swap_remove(member);
+            Repr::Table(table) => {
+                let removed = table.dict.swap_remove(member);
                 if removed {
-                    *payload -= member.len();
-                    shrink_if_sparse(dict);
+                    table.payload -= member.len();
+                    shrink_if_sparse(&mut table.dict);
                 }
                 removed
             }
@@ -212,7 +218,7 @@ impl Set {
     pub fn iter(&self) -> Iter<'_> {
         match &self.repr {
             Repr::Intset(ints) => Iter::Intset(ints.iter()),
-            Repr::Table { dict, .. } => Iter::Table(dict.iter()),
+            Repr::Table(table) => Iter::Table(table.dict.iter()),
         }
     }
 
@@ -220,7 +226,7 @@ impl Set {
     fn nth(&self, index: usize) -> Option<Member<'_>> {
         match &self.repr {
             Repr::Intset(ints) => ints.get(index).map(Member::Int),
-            Repr::Table { dict, .. } => dict.get_index(index).map(|m| Member::Bytes(m)),
+            Repr::Table(table) => table.dict.get_index(index).map(|m| Member::Bytes(m)),
         }
     }
 
@@ -240,10 +246,10 @@ impl Set {
         let index = rng.gen_range(0..self.len());
         match &mut self.repr {
             Repr::Intset(ints) => Some(itoa::Buffer::new().format(ints.remove_at(index)).as_bytes().to_vec()),
-            Repr::Table { dict, payload } => {
-                let member = dict.swap_remove_index(index)?;
-                *payload -= member.len();
-                shrink_if_sparse(dict);
+            Repr::Table(table) => {
+                let member = table.dict.swap_remove_index(index)?;
+                table.payload -= member.len();
+                shrink_if_sparse(&mut table.dict);
                 Some(member.into_vec())
             }
         }
@@ -282,10 +288,10 @@ impl Set {
                 ints.iter().for_each(|v| f(Member::Int(v)));
                 0
             }
-            Repr::Table { dict, .. } => {
-                let (range, next) = cursor::scan_range(dict.len(), cursor, count);
+            Repr::Table(table) => {
+                let (range, next) = cursor::scan_range(table.dict.len(), cursor, count);
                 for index in range.rev() {
-                    if let Some(member) = dict.get_index(index) {
+                    if let Some(member) = table.dict.get_index(index) {
                         f(Member::Bytes(member));
                     }
                 }
@@ -296,15 +302,15 @@ impl Set {
 
     fn convert_to_table(&mut self) {
         let Repr::Intset(ints) = &self.repr else { return };
-        let mut dict = Dict::with_capacity_and_hasher(ints.len() + 1, RandomState::default());
-        let mut payload = 0;
+        let dict = Dict::with_capacity_and_hasher(ints.len() + 1, RandomState::default());
+        let mut table = Box::new(Table { dict, payload: 0 });
         let mut buf = itoa::Buffer::new();
         for v in ints.iter() {
             let text = buf.format(v).as_bytes();
-            payload += text.len();
-            dict.insert(text.into());
+            table.payload += text.len();
+            table.dict.insert(text.into());
         }
-        self.repr = Repr::Table { dict, payload };
+        self.repr = Repr::Table(table);
     }
 }
 

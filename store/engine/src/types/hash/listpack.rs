@@ -9,15 +9,16 @@
 //!
 //! Each string is its length as an unsigned LEB128 varint (one byte below
 //! 128) followed by its bytes. A hash stores field, value, field, value...
-//! Lookups walk the buffer (O(n), as Redis does below its listpack limits);
-//! the buffer is kept at its exact size, since small collections are many.
+//! Lookups walk the buffer (O(n), as Redis does below its listpack limits).
+//! The buffer is a boxed slice of its exact size (a write reallocates it, as
+//! Redis's listpack does), since small collections are many.
 
 /// Strings packed in one buffer.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Listpack {
-    buf: Vec<u8>,
+    buf: Box<[u8]>,
     /// Number of strings.
-    count: usize,
+    count: u32,
 }
 
 /// Where one string sits in the buffer: `start..end` covers its header and
@@ -32,21 +33,30 @@ pub struct Span {
 impl Listpack {
     /// Number of strings.
     pub fn count(&self) -> usize {
-        self.count
+        self.count as usize
     }
 
-    /// Bytes of the buffer (its capacity).
+    /// Bytes of the buffer.
     pub fn heap_bytes(&self) -> usize {
-        self.buf.capacity()
+        self.buf.len()
+    }
+
+    /// Edits the buffer as a vector, then stores it back at its exact size.
+    fn edit(&mut self, f: impl FnOnce(&mut Vec<u8>)) {
+        let mut buf = std::mem::take(&mut self.buf).into_vec();
+        f(&mut buf);
+        self.buf = buf.into_boxed_slice();
     }
 
     /// Appends a string.
     pub fn push(&mut self, s: &[u8]) {
         let mut header = [0u8; 10];
         let n = encode_len(s.len(), &mut header);
-        self.buf.reserve_exact(n + s.len());
-        self.buf.extend_from_slice(&header[..n]);
-        self.buf.extend_from_slice(s);
+        self.edit(|buf| {
+            buf.reserve_exact(n + s.len());
+            buf.extend_from_slice(&header[..n]);
+            buf.extend_from_slice(s);
+        });
         self.count += 1;
     }
 
@@ -77,27 +87,23 @@ impl Listpack {
         let n = encode_len(s.len(), &mut header);
         let new_len = n + s.len();
         let old_len = span.end - span.start;
-        if new_len > old_len {
-            self.buf.reserve_exact(new_len - old_len);
+        if new_len == old_len {
+            self.buf[span.start..span.start + n].copy_from_slice(&header[..n]);
+            self.buf[span.start + n..span.end].copy_from_slice(s);
+            return;
         }
-        self.buf.splice(span.start..span.end, header[..n].iter().chain(s.iter()).copied());
-        if new_len < old_len {
-            self.shrink();
-        }
+        self.edit(|buf| {
+            buf.reserve_exact(new_len.saturating_sub(old_len));
+            buf.splice(span.start..span.end, header[..n].iter().chain(s.iter()).copied());
+        });
     }
 
     /// Removes the `strings` strings found in `start..end`.
     pub fn remove_range(&mut self, start: usize, end: usize, strings: usize) {
-        self.buf.drain(start..end);
-        self.count -= strings;
-        self.shrink();
-    }
-
-    /// Gives memory back when the buffer is well under its capacity.
-    fn shrink(&mut self) {
-        if self.buf.capacity() > 2 * self.buf.len() + 16 {
-            self.buf.shrink_to_fit();
-        }
+        self.edit(|buf| {
+            buf.drain(start..end);
+        });
+        self.count -= strings as u32;
     }
 }
 

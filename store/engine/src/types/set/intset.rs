@@ -1,12 +1,12 @@
 //! An intset: the sorted integers of a small all-integer set (Redis's
 //! `intset` encoding). Membership is a binary search; inserts and deletes
 //! shift the tail, as in Redis, which keeps intsets small
-//! (`set-max-intset-entries`).
+//! (`set-max-intset-entries`). The values are a boxed slice of exact size.
 
 /// Sorted, distinct integers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Intset {
-    values: Vec<i64>,
+    values: Box<[i64]>,
 }
 
 impl Intset {
@@ -19,7 +19,7 @@ impl Intset {
     }
 
     pub fn heap_bytes(&self) -> usize {
-        self.values.capacity() * std::mem::size_of::<i64>()
+        std::mem::size_of_val(&*self.values)
     }
 
     pub fn contains(&self, v: i64) -> bool {
@@ -31,8 +31,10 @@ impl Intset {
         match self.values.binary_search(&v) {
             Ok(_) => false,
             Err(at) => {
-                self.values.reserve_exact(1);
-                self.values.insert(at, v);
+                let mut values = std::mem::take(&mut self.values).into_vec();
+                values.reserve_exact(1);
+                values.insert(at, v);
+                self.values = values.into_boxed_slice();
                 true
             }
         }
@@ -51,10 +53,9 @@ impl Intset {
 
     /// Removes and returns the value at `index` (in ascending order).
     pub fn remove_at(&mut self, index: usize) -> i64 {
-        let v = self.values.remove(index);
-        if self.values.capacity() > 2 * self.values.len() + 8 {
-            self.values.shrink_to_fit();
-        }
+        let mut values = std::mem::take(&mut self.values).into_vec();
+        let v = values.remove(index);
+        self.values = values.into_boxed_slice();
         v
     }
 
