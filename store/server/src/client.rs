@@ -153,6 +153,8 @@ pub struct Client {
     pub watched: Vec<WatchedKey>,
     /// Set by writers of a watched key (through the server's watch registry).
     pub watch_dirty: Arc<AtomicBool>,
+    /// Whether blocking commands may block, and whether one did.
+    pub block: crate::blocking::BlockState,
 }
 
 impl Client {
@@ -167,6 +169,7 @@ impl Client {
             multi: None,
             watched: Vec::new(),
             watch_dirty: Arc::new(AtomicBool::new(false)),
+            block: crate::blocking::BlockState::Allowed,
         }
     }
 

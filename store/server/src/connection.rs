@@ -1,8 +1,10 @@
 //! One client connection: read a batch of pipelined requests, execute them
 //! all, and answer the whole batch with one write.
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,6 +13,7 @@ use cairn_protocol::{parse_request, Argv, Limits, Parsed, ReplyWriter};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::blocking::{BlockState, Waiter};
 use crate::client::{Client, ClientHandle};
 use crate::commands::{dispatch, Ctx};
 use crate::server::Server;
@@ -85,25 +88,38 @@ async fn connection_loop(
     let handle = client.handle.clone();
     let killed = handle.killed();
     tokio::pin!(killed);
+    // After a blocked command ends, the rest of the pipeline runs before reading more.
+    let mut unblocked = false;
     loop {
         if input.capacity() - input.len() < READ_CHUNK / 4 {
             input.reserve(READ_CHUNK.max(input.len()));
         }
-        let n = tokio::select! {
-            biased;
-            _ = &mut killed => return Ok(()),
-            read = read_with_timeout(server, stream, &mut input) => read?,
-        };
-        if n == 0 {
-            return Ok(());
+        if !std::mem::take(&mut unblocked) {
+            let n = tokio::select! {
+                biased;
+                _ = &mut killed => return Ok(()),
+                read = read_with_timeout(server, stream, &mut input) => read?,
+            };
+            if n == 0 {
+                return Ok(());
+            }
+            stats.net_input_bytes.add(n as u64);
         }
-        stats.net_input_bytes.add(n as u64);
         let consumed = execute_batch(server, client, stats, &input, &mut argv, &mut output);
         input.drain(..consumed);
         if !output.is_empty() {
             stream.write_all(&output).await?;
             stats.net_output_bytes.add(output.len() as u64);
             output.clear();
+        }
+        if let BlockState::Blocked(waiter) = std::mem::take(&mut client.block) {
+            let Some(reply) = wait_unblocked(server, stream, killed.as_mut(), &waiter, &mut input).await? else {
+                return Ok(());
+            };
+            stream.write_all(&reply).await?;
+            stats.net_output_bytes.add(reply.len() as u64);
+            unblocked = true;
+            continue;
         }
         if client.close_after_reply {
             return Ok(());
@@ -131,6 +147,38 @@ async fn read_with_timeout(server: &Server, stream: &mut TcpStream, input: &mut 
     match tokio::time::timeout(Duration::from_secs(timeout), stream.read_buf(input)).await {
         Ok(read) => read,
         Err(_) => Ok(0),
+    }
+}
+
+/// Waits while the client is blocked, still reading (and buffering) its input
+/// so that a closed connection is noticed. Returns the reply to send, or
+/// `None` when the connection must end.
+async fn wait_unblocked(
+    server: &Server,
+    stream: &mut TcpStream,
+    mut killed: Pin<&mut impl Future<Output = ()>>,
+    waiter: &Arc<Waiter>,
+    input: &mut Vec<u8>,
+) -> Result<Option<Vec<u8>>, ConnectionEnd> {
+    let mut outcome = std::pin::pin!(waiter.outcome(&server.blocking));
+    loop {
+        let read = tokio::select! {
+            biased;
+            _ = killed.as_mut() => Ok(0),
+            reply = &mut outcome => return Ok(Some(reply)),
+            read = stream.read_buf(input) => read,
+        };
+        match read {
+            Ok(0) => {
+                server.blocking.cancel(waiter);
+                return Ok(None);
+            }
+            Ok(_) => {}
+            Err(e) => {
+                server.blocking.cancel(waiter);
+                return Err(e.into());
+            }
+        }
     }
 }
 
@@ -171,9 +219,13 @@ fn execute_batch(
                 argv.slices(&input[pos..], &mut args);
                 if !args.is_empty() {
                     dispatch(&mut ctx, &args);
+                    server.blocking.serve_ready(server, stats);
                 }
                 spare = recycle(args);
                 pos += consumed;
+                if matches!(ctx.client.block, BlockState::Blocked(_)) {
+                    break;
+                }
             }
             Err(e) => {
                 tracing::debug!(client = ctx.client.id(), error = %e, "protocol error");

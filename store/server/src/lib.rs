@@ -12,6 +12,7 @@
 //! - [`connection`]: one client: read a batch, execute it, one write.
 //! - [`commands`]: the command table, the dispatcher, one file per family.
 //! - [`client`]: per-connection state and the registry CLIENT LIST reads.
+//! - [`blocking`]: clients blocked in BLPOP and friends, and how they are served.
 //! - [`server`]: the state all workers share; [`stats`]: per-worker counters.
 //! - [`watch`]: WATCH bookkeeping (who watches which key).
 //! - [`shutdown`]: the signal that stops every worker.
@@ -19,6 +20,7 @@
 //! Tests start a server in-process with [`start`] on an ephemeral port; the
 //! binary calls [`run`].
 
+pub mod blocking;
 pub mod client;
 pub mod commands;
 pub mod config;

@@ -7,6 +7,7 @@ use std::time::Instant;
 use cairn_engine::Keyspace;
 use parking_lot::Mutex;
 
+use crate::blocking::Blocking;
 use crate::client::ClientRegistry;
 use crate::config::Config;
 use crate::config_params::RuntimeConfig;
@@ -22,6 +23,8 @@ pub struct Server {
     pub keyspace: Keyspace,
     pub clients: ClientRegistry,
     pub watches: WatchRegistry,
+    /// Clients blocked in BLPOP and friends.
+    pub blocking: Blocking,
     pub workers: Vec<Arc<WorkerStats>>,
     pub shutdown: Shutdown,
     pub started: Instant,
@@ -55,6 +58,7 @@ impl Server {
             keyspace: Keyspace::new(config.databases, config.shards),
             clients: ClientRegistry::default(),
             watches: WatchRegistry::default(),
+            blocking: Blocking::default(),
             workers: (0..num_workers).map(|_| Arc::new(WorkerStats::new(num_commands))).collect(),
             shutdown,
             started: Instant::now(),

@@ -1,0 +1,348 @@
+//! Blocking commands (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP; BZPOPMIN and
+//! friends can reuse it): the registry of blocked clients and how they are
+//! served, on any worker.
+//!
+//! # How it works
+//!
+//! 1. A blocking command that finds nothing to pop calls [`Blocking::block`]
+//!    while it still holds its keys' shard locks, so no push can slip in
+//!    between its check and its registration. A [`Waiter`] (the command's
+//!    arguments, database and protocol) joins the FIFO queue of each key; the
+//!    client's [`BlockState`] becomes `Blocked` and the connection stops its
+//!    pipeline and awaits [`Waiter::outcome`].
+//! 2. A command that may make a key poppable (LPUSH, LMOVE's destination,
+//!    RENAME, ...) calls [`Blocking::signal`]. When nobody is blocked that is
+//!    one atomic load; otherwise a key with waiters joins this thread's ready
+//!    list.
+//! 3. After each top-level command the connection calls
+//!    [`Blocking::serve_ready`] on the same thread: for each ready key, its
+//!    waiters, first blocked first, re-run their command here in
+//!    `Retrying` mode, where "block" means "not served yet". A served waiter
+//!    gets its reply bytes and is woken wherever its connection lives. So the
+//!    pushing client's next command already sees the pops (as in Redis), and
+//!    a chain of BLMOVEs is served in one go.
+//! 4. A waiter whose deadline passes, whose client is unblocked (CLIENT
+//!    UNBLOCK), killed or gone leaves every queue.
+//!
+//! Lock order: a waiter's state, then shard locks, then the registry; the
+//! registry lock is innermost and never held while running a command.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use cairn_protocol::{ProtocolVersion, ReplyWriter};
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+use crate::client::{Client, ClientHandle};
+use crate::commands::{table, Ctx};
+use crate::server::Server;
+use crate::stats::WorkerStats;
+
+/// What a blocking command may do, and what it did, on this client.
+#[derive(Debug, Default)]
+pub enum BlockState {
+    /// Blocking commands may block.
+    #[default]
+    Allowed,
+    /// Blocking commands act as their non-blocking forms, replying with a
+    /// null when there is nothing (inside MULTI/EXEC, scripts).
+    Denied,
+    /// The command re-runs for a registered waiter; blocking means "not
+    /// served yet" ([`BlockState::NotServed`]).
+    Retrying,
+    /// A `Retrying` command found nothing.
+    NotServed,
+    /// The command blocked: the connection must await this waiter.
+    Blocked(Arc<Waiter>),
+}
+
+impl BlockState {
+    /// Whether the command runs for a registered waiter (then a key of the
+    /// wrong type means "not ready" rather than an error, as in Redis).
+    pub fn is_retrying(&self) -> bool {
+        matches!(self, BlockState::Retrying | BlockState::NotServed)
+    }
+}
+
+/// How a waiter ended.
+#[derive(Debug)]
+enum Outcome {
+    Waiting,
+    /// Served, timed out or unblocked: the reply to send.
+    Done(Vec<u8>),
+}
+
+/// A blocked client.
+#[derive(Debug)]
+pub struct Waiter {
+    client: Arc<ClientHandle>,
+    db: usize,
+    protocol: ProtocolVersion,
+    args: Vec<Vec<u8>>,
+    keys: Vec<Vec<u8>>,
+    /// Unix milliseconds; 0: forever.
+    deadline_ms: u64,
+    state: Mutex<Outcome>,
+    notify: Notify,
+}
+
+impl Waiter {
+    /// The reply bytes for a null array in this client's protocol (the
+    /// timeout reply of every blocking pop).
+    fn null_array(&self) -> Vec<u8> {
+        let mut buf = Vec::with_capacity(4);
+        ReplyWriter::new(&mut buf, self.protocol).null_array();
+        buf
+    }
+
+    /// The reply once this waiter is served, unblocked or timed out.
+    pub async fn outcome(self: &Arc<Self>, blocking: &Blocking) -> Vec<u8> {
+        loop {
+            let notified = self.notify.notified();
+            if let Outcome::Done(reply) = &mut *self.state.lock() {
+                return std::mem::take(reply);
+            }
+            if self.deadline_ms == 0 {
+                notified.await;
+                continue;
+            }
+            let now = cairn_engine::clock::now_ms();
+            if now >= self.deadline_ms {
+                blocking.finish(self, self.null_array());
+                continue;
+            }
+            tokio::select! {
+                _ = notified => {}
+                _ = tokio::time::sleep(Duration::from_millis(self.deadline_ms - now)) => {}
+            }
+        }
+    }
+}
+
+/// One database's waiters by key, in blocking order.
+type DbQueues = HashMap<Box<[u8]>, VecDeque<Arc<Waiter>>>;
+
+/// Waiters by database and key.
+#[derive(Debug, Default)]
+struct Registry {
+    queues: HashMap<usize, DbQueues>,
+    by_client: HashMap<u64, Arc<Waiter>>,
+}
+
+thread_local! {
+    /// Keys signalled on this thread and not served yet.
+    static READY: RefCell<Vec<(usize, Box<[u8]>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The server-wide registry of blocked clients.
+#[derive(Debug, Default)]
+pub struct Blocking {
+    registry: Mutex<Registry>,
+    /// Number of blocked clients (read without the lock by [`Blocking::signal`]).
+    waiting: AtomicUsize,
+}
+
+impl Blocking {
+    /// Number of blocked clients (INFO blocked_clients).
+    pub fn blocked_clients(&self) -> usize {
+        self.waiting.load(Ordering::Relaxed)
+    }
+
+    /// Number of keys with blocked clients (INFO blocked_keys).
+    pub fn blocked_keys(&self) -> usize {
+        self.registry.lock().queues.values().map(HashMap::len).sum()
+    }
+
+    /// Whether client `id` is blocked (CLIENT LIST flag `b`).
+    pub fn is_blocked(&self, id: u64) -> bool {
+        self.blocked_clients() > 0 && self.registry.lock().by_client.contains_key(&id)
+    }
+
+    /// Called by a blocking command that found nothing, while it holds the
+    /// shard locks of `keys`. Returns false when the client may not block:
+    /// the command then replies as its non-blocking form would.
+    pub fn block(&self, client: &mut Client, args: &[&[u8]], keys: &[&[u8]], deadline_ms: u64) -> bool {
+        match client.block {
+            BlockState::Denied => return false,
+            BlockState::Retrying | BlockState::NotServed => {
+                client.block = BlockState::NotServed;
+                return true;
+            }
+            BlockState::Allowed | BlockState::Blocked(_) => {}
+        }
+        let mut unique: Vec<Vec<u8>> = Vec::with_capacity(keys.len());
+        for key in keys {
+            if !unique.iter().any(|k| k == key) {
+                unique.push(key.to_vec());
+            }
+        }
+        let waiter = Arc::new(Waiter {
+            client: client.handle.clone(),
+            db: client.db,
+            protocol: client.protocol,
+            args: args.iter().map(|a| a.to_vec()).collect(),
+            keys: unique,
+            deadline_ms,
+            state: Mutex::new(Outcome::Waiting),
+            notify: Notify::new(),
+        });
+        let mut reg = self.registry.lock();
+        let queues = reg.queues.entry(waiter.db).or_default();
+        for key in &waiter.keys {
+            queues.entry(key.as_slice().into()).or_default().push_back(waiter.clone());
+        }
+        reg.by_client.insert(waiter.client.id, waiter.clone());
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        drop(reg);
+        client.block = BlockState::Blocked(waiter);
+        true
+    }
+
+    /// Notes that `key` in `db` may now serve blocked clients.
+    pub fn signal(&self, db: usize, key: &[u8]) {
+        if self.waiting.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let waited = self.registry.lock().queues.get(&db).is_some_and(|q| q.contains_key(key));
+        if waited {
+            READY.with(|r| {
+                let mut r = r.borrow_mut();
+                if !r.iter().any(|(d, k)| *d == db && &**k == key) {
+                    r.push((db, key.into()));
+                }
+            });
+        }
+    }
+
+    /// Notes that every waited key of `db` may now serve (SWAPDB, MOVE of
+    /// many keys).
+    pub fn signal_db(&self, db: usize) {
+        if self.waiting.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let keys: Vec<Box<[u8]>> =
+            self.registry.lock().queues.get(&db).map(|q| q.keys().cloned().collect()).unwrap_or_default();
+        for key in keys {
+            self.signal(db, &key);
+        }
+    }
+
+    /// Serves the clients blocked on the keys signalled on this thread.
+    /// Called by the connection after each top-level command, holding no lock.
+    pub fn serve_ready(&self, server: &Server, stats: &WorkerStats) {
+        while let Some((db, key)) = READY.with(|r| {
+            let mut r = r.borrow_mut();
+            (!r.is_empty()).then(|| r.remove(0))
+        }) {
+            self.serve_key(server, stats, db, &key);
+        }
+    }
+
+    /// Serves the waiters of one key in blocking order, while the key exists.
+    fn serve_key(&self, server: &Server, stats: &WorkerStats, db: usize, key: &[u8]) {
+        let waiters: Vec<Arc<Waiter>> = match self.registry.lock().queues.get(&db).and_then(|q| q.get(key)) {
+            Some(queue) => queue.iter().cloned().collect(),
+            None => return,
+        };
+        for waiter in waiters {
+            if !self.serve(server, stats, &waiter) {
+                let now = cairn_engine::clock::now_ms();
+                if server.keyspace.lock_key(key).db(db).peek(key, now).is_none() {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Re-runs a waiter's command; true if that served it.
+    fn serve(&self, server: &Server, stats: &WorkerStats, waiter: &Arc<Waiter>) -> bool {
+        let mut state = waiter.state.lock();
+        if !matches!(*state, Outcome::Waiting) {
+            return false;
+        }
+        let Some(reply) = rerun(server, stats, waiter) else { return false };
+        *state = Outcome::Done(reply);
+        drop(state);
+        self.unregister(waiter);
+        waiter.notify.notify_one();
+        true
+    }
+
+    /// Ends a waiter that is still waiting with `reply`; false if it had
+    /// already ended.
+    fn finish(&self, waiter: &Arc<Waiter>, reply: Vec<u8>) -> bool {
+        let mut state = waiter.state.lock();
+        if !matches!(*state, Outcome::Waiting) {
+            return false;
+        }
+        *state = Outcome::Done(reply);
+        drop(state);
+        self.unregister(waiter);
+        waiter.notify.notify_one();
+        true
+    }
+
+    /// Forgets a waiter whose connection is going away.
+    pub fn cancel(&self, waiter: &Arc<Waiter>) {
+        self.finish(waiter, Vec::new());
+    }
+
+    /// CLIENT UNBLOCK: ends client `id`'s wait with a timeout reply or an
+    /// UNBLOCKED error; false if it is not blocked.
+    pub fn unblock(&self, id: u64, error: bool) -> bool {
+        let Some(waiter) = self.registry.lock().by_client.get(&id).cloned() else { return false };
+        let reply =
+            if error { b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n".to_vec() } else { waiter.null_array() };
+        self.finish(&waiter, reply)
+    }
+
+    fn unregister(&self, waiter: &Arc<Waiter>) {
+        let mut reg = self.registry.lock();
+        if let Some(queues) = reg.queues.get_mut(&waiter.db) {
+            for key in &waiter.keys {
+                if let Some(queue) = queues.get_mut(key.as_slice()) {
+                    queue.retain(|w| !Arc::ptr_eq(w, waiter));
+                    if queue.is_empty() {
+                        queues.remove(key.as_slice());
+                    }
+                }
+            }
+            if queues.is_empty() {
+                reg.queues.remove(&waiter.db);
+            }
+        }
+        if reg.by_client.get(&waiter.client.id).is_some_and(|w| Arc::ptr_eq(w, waiter)) {
+            reg.by_client.remove(&waiter.client.id);
+            self.waiting.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Runs a waiter's command again on this thread; its reply if that served it.
+fn rerun(server: &Server, stats: &WorkerStats, waiter: &Waiter) -> Option<Vec<u8>> {
+    let spec = table::spec(table::lookup(&waiter.args[0])?);
+    let mut client = Client::new(waiter.client.clone(), false);
+    client.db = waiter.db;
+    client.protocol = waiter.protocol;
+    client.block = BlockState::Retrying;
+    let args: Vec<&[u8]> = waiter.args.iter().map(Vec::as_slice).collect();
+    let mut reply = Vec::new();
+    let now_ms = cairn_engine::clock::now_ms();
+    let mut ctx =
+        Ctx { server, client: &mut client, out: ReplyWriter::new(&mut reply, waiter.protocol), stats, now_ms };
+    let result = (spec.handler)(&mut ctx, &args);
+    if matches!(ctx.client.block, BlockState::NotServed) {
+        return None;
+    }
+    if let Err(e) = result {
+        ctx.out.error(&e.message(spec.name));
+    }
+    if let Some(code) = ctx.out.take_error_code() {
+        stats.record_error(code.as_str());
+    }
+    Some(reply)
+}
