@@ -31,7 +31,7 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         list(ctx, &args[2..])?;
     } else if is(sub, "info") {
         arity(argc == 2)?;
-        let line = describe(&ctx.client.handle, ctx.now_ms);
+        let line = describe(&ctx.client.handle, ctx.now_ms, false);
         ctx.out.verbatim("txt", line.as_bytes());
     } else if is(sub, "kill") {
         arity(argc >= 3)?;
@@ -44,6 +44,16 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     } else if is(sub, "reply") {
         arity(argc == 3)?;
         reply_mode(ctx, args[2])?;
+    } else if is(sub, "unblock") {
+        arity(argc == 3 || argc == 4)?;
+        let error = match args.get(3) {
+            None => false,
+            Some(a) if is(a, "timeout") => false,
+            Some(a) if is(a, "error") => true,
+            Some(_) => return Err(CmdError::Static("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")),
+        };
+        let id = int_arg(args[2])?;
+        ctx.out.int(ctx.server.blocking.unblock(id as u64, error) as i64);
     } else if is(sub, "getredir") {
         arity(argc == 2)?;
         ctx.out.int(-1);
@@ -119,7 +129,7 @@ fn reply_mode(ctx: &mut Ctx<'_>, mode: &[u8]) -> CmdResult {
 }
 
 /// One CLIENT LIST line (without the trailing newline), in Redis's field order.
-pub fn describe(c: &ClientHandle, now_ms: u64) -> String {
+pub fn describe(c: &ClientHandle, now_ms: u64, blocked: bool) -> String {
     let name = c.name.lock().as_deref().map(|n| String::from_utf8_lossy(n).into_owned()).unwrap_or_default();
     let lib_name = c.lib_name.lock().as_deref().map(|n| String::from_utf8_lossy(n).into_owned()).unwrap_or_default();
     let lib_ver = c.lib_version.lock().as_deref().map(|n| String::from_utf8_lossy(n).into_owned()).unwrap_or_default();
@@ -129,7 +139,12 @@ pub fn describe(c: &ClientHandle, now_ms: u64) -> String {
     };
     let age = now_ms.saturating_sub(c.created_ms) / 1000;
     let idle = now_ms.saturating_sub(c.last_interaction_ms.load(Ordering::Relaxed)) / 1000;
-    let flags = if c.no_evict.load(Ordering::Relaxed) { "e" } else { "N" };
+    let flags = match (blocked, c.no_evict.load(Ordering::Relaxed)) {
+        (true, true) => "be",
+        (true, false) => "b",
+        (false, true) => "e",
+        (false, false) => "N",
+    };
     format!(
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 \
          qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} \
@@ -182,7 +197,7 @@ fn list(ctx: &mut Ctx<'_>, filters: &[&[u8]]) -> CmdResult {
         if ids.as_ref().is_some_and(|ids| !ids.contains(&c.id)) {
             continue;
         }
-        text.push_str(&describe(&c, ctx.now_ms));
+        text.push_str(&describe(&c, ctx.now_ms, ctx.server.blocking.is_blocked(c.id)));
         text.push('\n');
     }
     ctx.out.verbatim("txt", text.as_bytes());

@@ -193,6 +193,7 @@ fn rename_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], only_if_absent: bool) -> Cm
         let table = guard.table(db, dst);
         table.remove(dst);
         table.insert_entry(dst, entry, now);
+        ctx.server.blocking.signal(db, dst);
     }
     if only_if_absent {
         ctx.out.int(1);
@@ -254,6 +255,7 @@ pub fn copy(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         target.remove(dst);
     }
     target.insert_entry(dst, entry, now);
+    ctx.server.blocking.signal(dst_db, dst);
     ctx.out.int(1);
     Ok(())
 }
@@ -273,6 +275,7 @@ pub fn move_(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     }
     if let Some(entry) = shard.db(src_db).remove(key) {
         shard.db(dst_db).insert_entry(key, entry, now);
+        ctx.server.blocking.signal(dst_db, key);
     }
     ctx.out.int(1);
     Ok(())

@@ -163,6 +163,8 @@ pub fn swapdb(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         touch_existing_watched(ctx, b as usize);
         let mut all = ctx.server.keyspace.lock_all();
         all.for_each_shard(|shard| shard.swap_dbs(a as usize, b as usize));
+        ctx.server.blocking.signal_db(a as usize);
+        ctx.server.blocking.signal_db(b as usize);
     }
     ctx.out.ok();
     Ok(())
