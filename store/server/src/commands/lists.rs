@@ -305,7 +305,8 @@ pub fn lpos(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// The indexes LPOS reports, in scan order.
 fn lpos_matches(list: &List, element: &[u8], o: &LposOptions) -> Vec<usize> {
     let len = list.len();
-    let skip = (o.rank.unsigned_abs() - 1) as usize;
+    // Redis negates RANK in a C long: -LONG_MIN stays negative and matches from the first hit.
+    let skip = if o.rank == i64::MIN { 0 } else { (o.rank.unsigned_abs() - 1) as usize };
     let wanted = match o.count {
         None => 1,
         Some(0) => usize::MAX,

@@ -13,6 +13,10 @@
 //!
 //! A node knows its entry count; offsets are byte positions in the buffer.
 
+/// Nodes up to this many bytes grow to fit (saving memory in small lists);
+/// larger ones double (keeping pushes amortized O(1)).
+const EXACT_GROWTH_LIMIT: usize = 512;
+
 /// A node of packed entries.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Node {
@@ -153,8 +157,8 @@ impl Node {
         let t = write_backlen(&mut tail, h + data.len());
         let size = h + data.len() + t;
         let old_len = self.buf.len();
+        self.grow(size);
         if offset == old_len {
-            self.buf.reserve(size);
             self.buf.extend_from_slice(&head[..h]);
             self.buf.extend_from_slice(data);
             self.buf.extend_from_slice(&tail[..t]);
@@ -166,6 +170,21 @@ impl Node {
             self.buf[offset + h + data.len()..offset + size].copy_from_slice(&tail[..t]);
         }
         self.count += 1;
+    }
+
+    /// Makes room for `extra` more bytes: exactly (to 16 bytes) while the
+    /// node is small, as a listpack's realloc; doubling once it is large.
+    fn grow(&mut self, extra: usize) {
+        let needed = self.buf.len() + extra;
+        if needed <= self.buf.capacity() {
+            return;
+        }
+        let target = if needed <= EXACT_GROWTH_LIMIT {
+            needed.next_multiple_of(16)
+        } else {
+            needed.max(2 * self.buf.capacity())
+        };
+        self.buf.reserve_exact(target - self.buf.len());
     }
 
     pub fn push_back(&mut self, data: &[u8]) {
