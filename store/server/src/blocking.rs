@@ -38,9 +38,25 @@ use parking_lot::Mutex;
 use tokio::sync::Notify;
 
 use crate::client::{Client, ClientHandle};
-use crate::commands::{table, Ctx};
+use crate::commands::{table, CmdError, Ctx};
 use crate::server::Server;
 use crate::stats::WorkerStats;
+
+/// A blocking command's timeout argument (seconds, fractional) as an
+/// absolute deadline in Unix milliseconds; 0 means forever.
+pub fn deadline(arg: &[u8], now_ms: u64) -> Result<u64, CmdError> {
+    let secs = cairn_engine::number::parse_f64(arg)
+        .filter(|s| !s.is_nan())
+        .ok_or(CmdError::Static("ERR timeout is not a float or out of range"))?;
+    let ms = (secs * 1000.0).ceil();
+    if ms < 0.0 {
+        return Err(CmdError::Static("ERR timeout is negative"));
+    }
+    if ms == 0.0 {
+        return Ok(0);
+    }
+    Ok(now_ms.saturating_add(ms.min(u64::MAX as f64 / 2.0) as u64))
+}
 
 /// What a blocking command may do, and what it did, on this client.
 #[derive(Debug, Default)]
@@ -345,4 +361,18 @@ fn rerun(server: &Server, stats: &WorkerStats, waiter: &Waiter) -> Option<Vec<u8
         stats.record_error(code.as_str());
     }
     Some(reply)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts() {
+        assert_eq!(deadline(b"0", 1000), Ok(0));
+        assert_eq!(deadline(b"0.001", 1000), Ok(1001));
+        assert_eq!(deadline(b"1.5", 1000), Ok(2500));
+        assert!(deadline(b"-1", 0).is_err());
+        assert!(deadline(b"abc", 0).is_err());
+    }
 }

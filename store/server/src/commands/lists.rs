@@ -15,6 +15,7 @@ use cairn_protocol::ReplyWriter;
 
 use super::table::{c, CommandSpec, F, K1, K12, NONE, R, W};
 use super::{int_arg, is, CmdError, CmdResult, Ctx};
+use crate::blocking::deadline;
 
 /// This family's commands (joined into the command table).
 pub static COMMANDS: &[CommandSpec] = &[
@@ -583,22 +584,6 @@ pub fn lmpop(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 // ---------------------------------------------------------------- blocking
 
-/// A blocking command's timeout argument (seconds, fractional) as an
-/// absolute deadline in Unix milliseconds; 0 means forever.
-fn deadline(arg: &[u8], now_ms: u64) -> Result<u64, CmdError> {
-    let secs = cairn_engine::number::parse_f64(arg)
-        .filter(|s| !s.is_nan())
-        .ok_or(CmdError::Static("ERR timeout is not a float or out of range"))?;
-    let ms = (secs * 1000.0).ceil();
-    if ms < 0.0 {
-        return Err(CmdError::Static("ERR timeout is negative"));
-    }
-    if ms == 0.0 {
-        return Ok(0);
-    }
-    Ok(now_ms.saturating_add(ms.min(u64::MAX as f64 / 2.0) as u64))
-}
-
 fn blocking_pop(ctx: &mut Ctx<'_>, args: &[&[u8]], end: End) -> CmdResult {
     let deadline_ms = deadline(args[args.len() - 1], ctx.now_ms)?;
     let keys = &args[1..args.len() - 1];
@@ -672,14 +657,5 @@ mod tests {
         assert_eq!(bad(&[b"1", b"a", b"left", b"count"]).as_deref(), Some("ERR syntax error"));
         assert_eq!(bad(&[b"1", b"a", b"left", b"count", b"0"]).as_deref(), Some("ERR count should be greater than 0"));
         assert_eq!(bad(&[b"5", b"a", b"left"]).as_deref(), Some("ERR syntax error"));
-    }
-
-    #[test]
-    fn timeouts() {
-        assert_eq!(deadline(b"0", 1000), Ok(0));
-        assert_eq!(deadline(b"0.001", 1000), Ok(1001));
-        assert_eq!(deadline(b"1.5", 1000), Ok(2500));
-        assert!(deadline(b"-1", 0).is_err());
-        assert!(deadline(b"abc", 0).is_err());
     }
 }
