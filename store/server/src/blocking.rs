@@ -360,6 +360,11 @@ fn rerun(server: &Server, stats: &WorkerStats, waiter: &Waiter) -> Option<Vec<u8
     if let Some(code) = ctx.out.take_error_code() {
         stats.record_error(code.as_str());
     }
+    // What dispatch does after a write: WATCHers of the touched keys see it.
+    let touched = spec.key_positions(args.len()).into_iter().map(|p| args[p]);
+    for key in touched.chain(waiter.keys.iter().map(Vec::as_slice)) {
+        server.watches.touch(waiter.db, key);
+    }
     Some(reply)
 }
 

@@ -488,6 +488,8 @@ fn pop_first(ctx: &mut Ctx<'_>, keys: &[&[u8]], end: End, count: Option<usize>, 
             Some(n) => reply_popped(&mut ctx.out, list, end, n),
         }
         remove_if_empty(table, key, ctx.now_ms);
+        // LMPOP/BLMPOP declare no key positions, so dispatch cannot touch WATCHed keys for them.
+        server.watches.touch(db, key);
         return Ok(());
     }
     on_empty(ctx, keys, when, true);
