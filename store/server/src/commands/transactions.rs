@@ -98,11 +98,14 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
         return Ok(());
     }
     ctx.out.array(state.queued.len());
+    // Blocking commands act as their non-blocking forms inside a transaction.
+    let block = std::mem::replace(&mut ctx.client.block, crate::blocking::BlockState::Denied);
     for queued in &state.queued {
         let args: Vec<&[u8]> = queued.iter().map(Vec::as_slice).collect();
         ctx.now_ms = cairn_engine::clock::now_ms();
         dispatch(ctx, &args);
     }
+    ctx.client.block = block;
     drop(held);
     unwatch_all(ctx);
     Ok(())
