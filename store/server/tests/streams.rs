@@ -1,0 +1,189 @@
+//! Integration tests of the stream commands over real RESP: replies and
+//! errors as Redis 7.0.15 gives them (compared by hand against redis-server).
+
+mod common;
+
+use common::*;
+use redis_protocol::resp3::types::OwnedFrame;
+
+fn array(items: Vec<OwnedFrame>) -> OwnedFrame {
+    OwnedFrame::Array { data: items, attributes: None }
+}
+
+/// `[id, [field, value, ...]]`.
+fn entry(id: &str, fields: &[&str]) -> OwnedFrame {
+    array(vec![bulk(id), array(fields.iter().map(|f| bulk(f)).collect())])
+}
+
+fn null_array() -> OwnedFrame {
+    OwnedFrame::Null
+}
+
+#[test]
+fn add_range_delete_trim() {
+    let server = TestServer::start();
+    let mut c = server.client();
+    assert_eq!(c.cmd(&["XADD", "s", "1-1", "a", "1"]), bulk("1-1"));
+    assert_eq!(c.cmd(&["XADD", "s", "1-*", "b", "2"]), bulk("1-2"));
+    assert_eq!(c.cmd(&["XADD", "s", "2", "c", "3"]), bulk("2-0"));
+    assert_eq!(
+        c.cmd(&["XADD", "s", "1-5", "x", "y"]),
+        err("ERR The ID specified in XADD is equal or smaller than the target stream top item")
+    );
+    assert_eq!(c.cmd(&["XADD", "t", "0-0", "x", "y"]), err("ERR The ID specified in XADD must be greater than 0-0"));
+    assert_eq!(c.cmd(&["EXISTS", "t"]), int(0));
+    assert_eq!(c.cmd(&["XADD", "s", "*", "a"]), err("ERR wrong number of arguments for 'xadd' command"));
+    assert_eq!(c.cmd(&["XADD", "s", "x-1", "a", "b"]), err("ERR Invalid stream ID specified as stream command argument"));
+    assert_eq!(c.cmd(&["XADD", "u", "NOMKSTREAM", "*", "a", "b"]), null_bulk_resp2());
+    assert_eq!(c.cmd(&["XLEN", "s"]), int(3));
+    assert_eq!(
+        c.cmd(&["XRANGE", "s", "(1-1", "+", "COUNT", "1"]),
+        array(vec![entry("1-2", &["b", "2"])])
+    );
+    assert_eq!(c.cmd(&["XREVRANGE", "s", "+", "-", "COUNT", "1"]), array(vec![entry("2-0", &["c", "3"])]));
+    assert_eq!(c.cmd(&["XRANGE", "s", "-", "+", "COUNT", "0"]), null_array());
+    assert_eq!(c.cmd(&["XRANGE", "s", "(-", "+"]), err("ERR Invalid stream ID specified as stream command argument"));
+    assert_eq!(c.cmd(&["XDEL", "s", "1-2", "9-9"]), int(1));
+    assert_eq!(c.cmd(&["XTRIM", "s", "MAXLEN", "1"]), int(1));
+    assert_eq!(c.cmd(&["XRANGE", "s", "-", "+"]), array(vec![entry("2-0", &["c", "3"])]));
+    assert_eq!(
+        c.cmd(&["XTRIM", "s", "MAXLEN", "1", "LIMIT", "3"]),
+        err("ERR syntax error, LIMIT cannot be used without the special ~ option")
+    );
+    c.cmd(&["SET", "str", "v"]);
+    assert_eq!(c.cmd(&["XADD", "str", "*", "a", "b"]), err("WRONGTYPE Operation against a key holding the wrong kind of value"));
+    assert_eq!(c.cmd(&["TYPE", "s"]), simple("stream"));
+    assert_eq!(c.cmd(&["OBJECT", "ENCODING", "s"]), bulk("stream"));
+}
+
+/// Nodes hold `stream-node-max-entries` (100) entries; `~` removes whole
+/// nodes only, and LIMIT caps the entries removed. (The node limits are
+/// process-wide, so this test keeps the defaults: tests run in parallel.)
+#[test]
+fn approximate_trimming_follows_node_boundaries() {
+    let server = TestServer::start();
+    let mut c = server.client();
+    for i in 1..=300 {
+        c.cmd(&["XADD", "s", &i.to_string(), "x", "v"]);
+    }
+    assert_eq!(c.cmd(&["XTRIM", "s", "MAXLEN", "~", "150", "LIMIT", "99"]), int(0));
+    assert_eq!(c.cmd(&["XTRIM", "s", "MAXLEN", "~", "150"]), int(100));
+    assert_eq!(c.cmd(&["XTRIM", "s", "MAXLEN", "~", "150"]), int(0));
+    assert_eq!(c.cmd(&["XTRIM", "s", "MAXLEN", "150"]), int(50));
+    assert_eq!(c.cmd(&["XRANGE", "s", "-", "+", "COUNT", "1"]), array(vec![entry("151-0", &["x", "v"])]));
+}
+
+#[test]
+fn consumer_groups() {
+    let server = TestServer::start();
+    let mut c = server.client();
+    for id in ["1", "2", "3"] {
+        c.cmd(&["XADD", "s", id, "f", "v"]);
+    }
+    assert_eq!(c.cmd(&["XGROUP", "CREATE", "s", "g", "0"]), simple("OK"));
+    assert_eq!(c.cmd(&["XGROUP", "CREATE", "s", "g", "$"]), err("BUSYGROUP Consumer Group name already exists"));
+    assert_eq!(
+        c.cmd(&["XREADGROUP", "GROUP", "g", "alice", "COUNT", "2", "STREAMS", "s", ">"]),
+        array(vec![array(vec![bulk("s"), array(vec![entry("1-0", &["f", "v"]), entry("2-0", &["f", "v"])])])])
+    );
+    assert_eq!(c.cmd(&["XDEL", "s", "1-0"]), int(1));
+    assert_eq!(
+        c.cmd(&["XREADGROUP", "GROUP", "g", "alice", "STREAMS", "s", "0"]),
+        array(vec![array(vec![
+            bulk("s"),
+            array(vec![array(vec![bulk("1-0"), null_array()]), entry("2-0", &["f", "v"])])
+        ])])
+    );
+    let summary = c.cmd(&["XPENDING", "s", "g"]);
+    assert_eq!(
+        summary,
+        array(vec![int(2), bulk("1-0"), bulk("2-0"), array(vec![array(vec![bulk("alice"), bulk("2")])])])
+    );
+    assert_eq!(
+        c.cmd(&["XCLAIM", "s", "g", "bob", "0", "1-0", "2-0"]),
+        array(vec![entry("2-0", &["f", "v"])])
+    );
+    assert_eq!(c.cmd(&["XACK", "s", "g", "2-0", "1-0"]), int(1));
+    assert_eq!(
+        c.cmd(&["XAUTOCLAIM", "s", "g", "bob", "0", "0", "COUNT", "0"]),
+        err("ERR COUNT must be > 0")
+    );
+    assert_eq!(
+        c.cmd(&["XREADGROUP", "GROUP", "nope", "alice", "STREAMS", "s", ">"]),
+        err("NOGROUP No such key 's' or consumer group 'nope' in XREADGROUP with GROUP option")
+    );
+    assert_eq!(
+        c.cmd(&["XGROUP", "CREATECONSUMER", "s", "nope", "x"]),
+        err("NOGROUP No such consumer group 'nope' for key name 's'")
+    );
+    assert_eq!(c.cmd(&["XGROUP", "CREATECONSUMER", "s", "g", "carol"]), int(1));
+    assert_eq!(c.cmd(&["XGROUP", "DELCONSUMER", "s", "g", "bob"]), int(0));
+    assert_eq!(c.cmd(&["XGROUP", "DESTROY", "s", "g"]), int(1));
+    assert_eq!(c.cmd(&["XGROUP", "HELP", "x"]), err("ERR wrong number of arguments for 'xgroup|help' command"));
+    assert_eq!(c.cmd(&["XGROUP", "FOO"]), err("ERR unknown subcommand 'FOO'. Try XGROUP HELP."));
+}
+
+#[test]
+fn xinfo_reports_redis_7_counters() {
+    let server = TestServer::start();
+    let mut c = server.client();
+    for id in ["1", "2", "3", "4", "5"] {
+        c.cmd(&["XADD", "x", id, "data", "a"]);
+    }
+    c.cmd(&["XDEL", "x", "3-0"]);
+    c.cmd(&["XGROUP", "CREATE", "x", "g1", "0"]);
+    let groups = c.cmd(&["XINFO", "GROUPS", "x"]);
+    let fields = vec![
+        bulk("name"),
+        bulk("g1"),
+        bulk("consumers"),
+        int(0),
+        bulk("pending"),
+        int(0),
+        bulk("last-delivered-id"),
+        bulk("0-0"),
+        bulk("entries-read"),
+        OwnedFrame::Null,
+        bulk("lag"),
+        OwnedFrame::Null,
+    ];
+    assert_eq!(groups, array(vec![array(fields)]));
+    let info = c.cmd(&["XINFO", "STREAM", "x"]);
+    let OwnedFrame::Array { data, .. } = info else { panic!("XINFO STREAM is an array in RESP2") };
+    assert_eq!(data.len(), 20);
+    assert_eq!(&data[..4], &[bulk("length"), int(4), bulk("radix-tree-keys"), int(1)]);
+    assert_eq!(&data[8..14], &[
+        bulk("max-deleted-entry-id"),
+        bulk("3-0"),
+        bulk("entries-added"),
+        int(5),
+        bulk("recorded-first-entry-id"),
+        bulk("1-0")
+    ]);
+    assert_eq!(c.cmd(&["XINFO", "STREAM", "nokey"]), err("ERR no such key"));
+}
+
+#[test]
+fn xread_shapes_and_blocking_refusal() {
+    let server = TestServer::start();
+    let mut c = server.client();
+    c.cmd(&["XADD", "a", "1", "f", "v"]);
+    assert_eq!(c.cmd(&["XREAD", "STREAMS", "a", "b", "0", "0"]), array(vec![array(vec![
+        bulk("a"),
+        array(vec![entry("1-0", &["f", "v"])])
+    ])]));
+    assert_eq!(c.cmd(&["XREAD", "STREAMS", "a", "$"]), null_array());
+    assert_eq!(
+        c.cmd(&["XREAD", "BLOCK", "10", "STREAMS", "a", "$"]),
+        err("ERR XREAD with BLOCK is not supported yet when no data is available")
+    );
+    // With data available BLOCK does not block.
+    assert_eq!(c.cmd(&["XREAD", "BLOCK", "0", "STREAMS", "a", "0"]), array(vec![array(vec![
+        bulk("a"),
+        array(vec![entry("1-0", &["f", "v"])])
+    ])]));
+    c.resp3 = true;
+    c.cmd(&["HELLO", "3"]);
+    let reply = c.cmd(&["XREAD", "STREAMS", "a", "0"]);
+    assert!(matches!(reply, OwnedFrame::Map { ref data, .. } if data.len() == 1), "RESP3 XREAD is a map: {reply:?}");
+}
