@@ -33,13 +33,13 @@ fn add_range_delete_trim() {
     assert_eq!(c.cmd(&["XADD", "t", "0-0", "x", "y"]), err("ERR The ID specified in XADD must be greater than 0-0"));
     assert_eq!(c.cmd(&["EXISTS", "t"]), int(0));
     assert_eq!(c.cmd(&["XADD", "s", "*", "a"]), err("ERR wrong number of arguments for 'xadd' command"));
-    assert_eq!(c.cmd(&["XADD", "s", "x-1", "a", "b"]), err("ERR Invalid stream ID specified as stream command argument"));
+    assert_eq!(
+        c.cmd(&["XADD", "s", "x-1", "a", "b"]),
+        err("ERR Invalid stream ID specified as stream command argument")
+    );
     assert_eq!(c.cmd(&["XADD", "u", "NOMKSTREAM", "*", "a", "b"]), null_bulk_resp2());
     assert_eq!(c.cmd(&["XLEN", "s"]), int(3));
-    assert_eq!(
-        c.cmd(&["XRANGE", "s", "(1-1", "+", "COUNT", "1"]),
-        array(vec![entry("1-2", &["b", "2"])])
-    );
+    assert_eq!(c.cmd(&["XRANGE", "s", "(1-1", "+", "COUNT", "1"]), array(vec![entry("1-2", &["b", "2"])]));
     assert_eq!(c.cmd(&["XREVRANGE", "s", "+", "-", "COUNT", "1"]), array(vec![entry("2-0", &["c", "3"])]));
     assert_eq!(c.cmd(&["XRANGE", "s", "-", "+", "COUNT", "0"]), null_array());
     assert_eq!(c.cmd(&["XRANGE", "s", "(-", "+"]), err("ERR Invalid stream ID specified as stream command argument"));
@@ -51,7 +51,10 @@ fn add_range_delete_trim() {
         err("ERR syntax error, LIMIT cannot be used without the special ~ option")
     );
     c.cmd(&["SET", "str", "v"]);
-    assert_eq!(c.cmd(&["XADD", "str", "*", "a", "b"]), err("WRONGTYPE Operation against a key holding the wrong kind of value"));
+    assert_eq!(
+        c.cmd(&["XADD", "str", "*", "a", "b"]),
+        err("WRONGTYPE Operation against a key holding the wrong kind of value")
+    );
     assert_eq!(c.cmd(&["TYPE", "s"]), simple("stream"));
     assert_eq!(c.cmd(&["OBJECT", "ENCODING", "s"]), bulk("stream"));
 }
@@ -99,15 +102,9 @@ fn consumer_groups() {
         summary,
         array(vec![int(2), bulk("1-0"), bulk("2-0"), array(vec![array(vec![bulk("alice"), bulk("2")])])])
     );
-    assert_eq!(
-        c.cmd(&["XCLAIM", "s", "g", "bob", "0", "1-0", "2-0"]),
-        array(vec![entry("2-0", &["f", "v"])])
-    );
+    assert_eq!(c.cmd(&["XCLAIM", "s", "g", "bob", "0", "1-0", "2-0"]), array(vec![entry("2-0", &["f", "v"])]));
     assert_eq!(c.cmd(&["XACK", "s", "g", "2-0", "1-0"]), int(1));
-    assert_eq!(
-        c.cmd(&["XAUTOCLAIM", "s", "g", "bob", "0", "0", "COUNT", "0"]),
-        err("ERR COUNT must be > 0")
-    );
+    assert_eq!(c.cmd(&["XAUTOCLAIM", "s", "g", "bob", "0", "0", "COUNT", "0"]), err("ERR COUNT must be > 0"));
     assert_eq!(
         c.cmd(&["XREADGROUP", "GROUP", "nope", "alice", "STREAMS", "s", ">"]),
         err("NOGROUP No such key 's' or consumer group 'nope' in XREADGROUP with GROUP option")
@@ -152,14 +149,17 @@ fn xinfo_reports_redis_7_counters() {
     let OwnedFrame::Array { data, .. } = info else { panic!("XINFO STREAM is an array in RESP2") };
     assert_eq!(data.len(), 20);
     assert_eq!(&data[..4], &[bulk("length"), int(4), bulk("radix-tree-keys"), int(1)]);
-    assert_eq!(&data[8..14], &[
-        bulk("max-deleted-entry-id"),
-        bulk("3-0"),
-        bulk("entries-added"),
-        int(5),
-        bulk("recorded-first-entry-id"),
-        bulk("1-0")
-    ]);
+    assert_eq!(
+        &data[8..14],
+        &[
+            bulk("max-deleted-entry-id"),
+            bulk("3-0"),
+            bulk("entries-added"),
+            int(5),
+            bulk("recorded-first-entry-id"),
+            bulk("1-0")
+        ]
+    );
     assert_eq!(c.cmd(&["XINFO", "STREAM", "nokey"]), err("ERR no such key"));
 }
 
@@ -168,20 +168,20 @@ fn xread_shapes_and_blocking_refusal() {
     let server = TestServer::start();
     let mut c = server.client();
     c.cmd(&["XADD", "a", "1", "f", "v"]);
-    assert_eq!(c.cmd(&["XREAD", "STREAMS", "a", "b", "0", "0"]), array(vec![array(vec![
-        bulk("a"),
-        array(vec![entry("1-0", &["f", "v"])])
-    ])]));
+    assert_eq!(
+        c.cmd(&["XREAD", "STREAMS", "a", "b", "0", "0"]),
+        array(vec![array(vec![bulk("a"), array(vec![entry("1-0", &["f", "v"])])])])
+    );
     assert_eq!(c.cmd(&["XREAD", "STREAMS", "a", "$"]), null_array());
     assert_eq!(
         c.cmd(&["XREAD", "BLOCK", "10", "STREAMS", "a", "$"]),
         err("ERR XREAD with BLOCK is not supported yet when no data is available")
     );
     // With data available BLOCK does not block.
-    assert_eq!(c.cmd(&["XREAD", "BLOCK", "0", "STREAMS", "a", "0"]), array(vec![array(vec![
-        bulk("a"),
-        array(vec![entry("1-0", &["f", "v"])])
-    ])]));
+    assert_eq!(
+        c.cmd(&["XREAD", "BLOCK", "0", "STREAMS", "a", "0"]),
+        array(vec![array(vec![bulk("a"), array(vec![entry("1-0", &["f", "v"])])])])
+    );
     c.resp3 = true;
     c.cmd(&["HELLO", "3"]);
     let reply = c.cmd(&["XREAD", "STREAMS", "a", "0"]);

@@ -122,7 +122,8 @@ fn subcommand_syntax_error(command: &str, sub: &[u8]) -> CmdError {
 /// Redis's `addReplyHelp`: the usage line, `lines`, then HELP's own entry.
 fn write_help(ctx: &mut Ctx<'_>, command: &str, lines: &[&str]) {
     ctx.out.array(lines.len() + 3);
-    ctx.out.simple(&format!("{} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", command.to_ascii_uppercase()));
+    ctx.out
+        .simple(&format!("{} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", command.to_ascii_uppercase()));
     for line in lines {
         ctx.out.simple(line);
     }

@@ -47,7 +47,8 @@ impl Node {
     pub fn new(id: StreamId, pairs: &[&[u8]]) -> Node {
         let master: Vec<Box<[u8]>> = pairs.iter().step_by(2).map(|f| Box::from(*f)).collect();
         let lp_body = int_size(master.len() as i64) + master.iter().map(|f| str_size(f)).sum::<usize>() + int_size(0);
-        let mut node = Node { master_id: id, master, slots: Vec::new(), data: Vec::new(), live: 0, deleted: 0, lp_body };
+        let mut node =
+            Node { master_id: id, master, slots: Vec::new(), data: Vec::new(), live: 0, deleted: 0, lp_body };
         node.append(id, pairs);
         node
     }

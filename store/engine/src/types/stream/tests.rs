@@ -19,9 +19,9 @@ fn ids(range: Range<'_>) -> Vec<StreamId> {
 #[test]
 fn append_generates_increasing_ids() {
     let mut s = Stream::new();
-    let a = s.append_with(NewId::Auto { now_ms: 100 }, &[b"a", b"1"], SMALL).unwrap();
-    let b = s.append_with(NewId::Auto { now_ms: 100 }, &[b"a", b"2"], SMALL).unwrap();
-    let c = s.append_with(NewId::Auto { now_ms: 50 }, &[b"a", b"3"], SMALL).unwrap();
+    let a = s.append_with(NewId::Auto { now_ms: 100 }, &[b"a", b"1"], SMALL).expect("test value");
+    let b = s.append_with(NewId::Auto { now_ms: 100 }, &[b"a", b"2"], SMALL).expect("test value");
+    let c = s.append_with(NewId::Auto { now_ms: 50 }, &[b"a", b"3"], SMALL).expect("test value");
     assert_eq!((a, b, c), (id(100, 0), id(100, 1), id(100, 2)));
     assert_eq!(s.append_with(NewId::AutoSeq { ms: 100 }, &[b"x", b"y"], SMALL), Ok(id(100, 3)));
     assert_eq!(s.append_with(NewId::AutoSeq { ms: 200 }, &[b"x", b"y"], SMALL), Ok(id(200, 0)));
@@ -46,7 +46,7 @@ fn ranges_forward_backward_and_across_nodes() {
     assert_eq!(ids(s.range(id(250, 1), StreamId::MAX, false)), vec![]);
     assert_eq!(ids(s.range(id(5, 0), id(4, 0), false)), vec![]);
     assert_eq!(s.range(StreamId::MIN, StreamId::MAX, true).count(), 250);
-    let entry = s.get(id(7, 0)).unwrap();
+    let entry = s.get(id(7, 0)).expect("test value");
     assert_eq!(entry.fields().collect::<Vec<_>>(), vec![(&b"f"[..], &b"v"[..])]);
 }
 
@@ -92,9 +92,9 @@ fn trimming_limit_counts_whole_nodes() {
     let limits = NodeLimits { max_bytes: 4096, max_entries: 10 };
     let mut s = Stream::new();
     for ms in 1..=100 {
-        s.append_with(NewId::Explicit(id(ms, 0)), &[b"x", b"v"], limits).unwrap();
+        s.append_with(NewId::Explicit(id(ms, 0)), &[b"x", b"v"], limits).expect("test value");
     }
-    s.append_with(NewId::Explicit(id(101, 0)), &[b"x", b"v"], limits).unwrap();
+    s.append_with(NewId::Explicit(id(101, 0)), &[b"x", b"v"], limits).expect("test value");
     assert_eq!(s.trim(&trim_spec(TrimStrategy::MaxLen(55), true, 30)), 30);
     assert_eq!(s.len(), 71);
 }
@@ -104,7 +104,7 @@ fn node_splits_on_bytes() {
     let limits = NodeLimits { max_bytes: 100, max_entries: 0 };
     let mut s = Stream::new();
     for ms in 1..=10 {
-        s.append_with(NewId::Explicit(id(ms, 0)), &[b"field", &[b'x'; 40]], limits).unwrap();
+        s.append_with(NewId::Explicit(id(ms, 0)), &[b"field", &[b'x'; 40]], limits).expect("test value");
     }
     assert_eq!(s.radix_tree_keys(), 10);
 }
@@ -127,16 +127,16 @@ fn group_reads_advance_counters_and_pels() {
     }
     assert!(s.create_group(b"g", StreamId::MIN, ENTRIES_READ_INVALID));
     assert!(!s.create_group(b"g", StreamId::MIN, 0));
-    assert_eq!(s.meta().group_lag(s.group(b"g").unwrap()), Some(5));
-    s.group_mut(b"g").unwrap().create_consumer(b"c", 0);
+    assert_eq!(s.meta().group_lag(s.group(b"g").expect("test value")), Some(5));
+    s.group_mut(b"g").expect("test value").create_consumer(b"c", 0);
     assert_eq!(s.read_group_new(b"g", b"c", 1, false, 10), vec![id(1, 0)]);
-    assert_eq!(s.group(b"g").unwrap().entries_read, 1);
+    assert_eq!(s.group(b"g").expect("test value").entries_read, 1);
     assert_eq!(s.read_group_new(b"g", b"c", 0, false, 10).len(), 4);
-    assert_eq!(s.group(b"g").unwrap().entries_read, 5);
+    assert_eq!(s.group(b"g").expect("test value").entries_read, 5);
     s.delete_entries(&[id(2, 0)]);
     let history = s.read_group_history(b"g", b"c", StreamId::MIN, 2, 20);
     assert_eq!(history, vec![(id(1, 0), true), (id(2, 0), false)]);
-    assert_eq!(s.group(b"g").unwrap().pel()[&id(1, 0)].delivery_count, 2);
+    assert_eq!(s.group(b"g").expect("test value").pel()[&id(1, 0)].delivery_count, 2);
 }
 
 #[test]
@@ -146,7 +146,7 @@ fn claims_and_autoclaims() {
         add(&mut s, ms, 0);
     }
     s.create_group(b"g", StreamId::MIN, 0);
-    s.group_mut(b"g").unwrap().create_consumer(b"alice", 0);
+    s.group_mut(b"g").expect("test value").create_consumer(b"alice", 0);
     s.read_group_new(b"g", b"alice", 0, false, 0);
     s.delete_entries(&[id(2, 0)]);
     let opts = ClaimOptions {
@@ -158,7 +158,7 @@ fn claims_and_autoclaims() {
         last_id: StreamId::MIN,
     };
     assert_eq!(s.claim(b"g", b"bob", &[id(1, 0), id(2, 0)], &opts, 100), vec![id(1, 0)]);
-    assert_eq!(s.group(b"g").unwrap().pel().len(), 2);
+    assert_eq!(s.group(b"g").expect("test value").pel().len(), 2);
     s.delete_entries(&[id(1, 0)]);
     let out = s.autoclaim(b"g", b"carol", 0, StreamId::MIN, 1, false, 200);
     assert_eq!((out.claimed, out.deleted, out.next), (vec![], vec![id(1, 0)], id(3, 0)));

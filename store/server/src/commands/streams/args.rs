@@ -152,10 +152,10 @@ mod tests {
 
     #[test]
     fn add_trim_options() {
-        let p = parse("XADD s MAXLEN ~ 10 LIMIT 5 * f v", true).unwrap();
+        let p = parse("XADD s MAXLEN ~ 10 LIMIT 5 * f v", true).expect("test value");
         assert_eq!(p.id_pos, 7);
         assert_eq!(p.trim, Some(TrimSpec { strategy: TrimStrategy::MaxLen(10), approx: true, limit: 5 }));
-        let p = parse("XADD s NOMKSTREAM 5-* f v", true).unwrap();
+        let p = parse("XADD s NOMKSTREAM 5-* f v", true).expect("test value");
         assert!(p.no_mkstream);
         assert_eq!(p.id, Some((StreamId::new(5, 0), SeqSpec::Auto)));
         assert_eq!(p.id_pos, 3);
@@ -163,8 +163,11 @@ mod tests {
         assert!(parse("XTRIM s MAXLEN 1 MINID 3", false).is_err());
         assert!(parse("XTRIM s LIMIT 3", false).is_err());
         assert!(parse("XTRIM s * 3", false).is_err());
-        let p = parse("XTRIM s MINID = 3", false).unwrap();
-        assert_eq!(p.trim, Some(TrimSpec { strategy: TrimStrategy::MinId(StreamId::new(3, 0)), approx: false, limit: 0 }));
+        let p = parse("XTRIM s MINID = 3", false).expect("test value");
+        assert_eq!(
+            p.trim,
+            Some(TrimSpec { strategy: TrimStrategy::MinId(StreamId::new(3, 0)), approx: false, limit: 0 })
+        );
     }
 
     #[test]

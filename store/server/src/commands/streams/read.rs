@@ -159,7 +159,14 @@ fn read(ctx: &mut Ctx<'_>, args: &[&[u8]], xreadgroup: bool) -> CmdResult {
 }
 
 /// Answers for one stream if it has something to serve; returns whether it did.
-fn serve(w: &mut ReplyWriter<'_>, key: &[u8], stream: &mut Stream, gt: StreamId, opts: &ReadArgs<'_>, now: i64) -> bool {
+fn serve(
+    w: &mut ReplyWriter<'_>,
+    key: &[u8],
+    stream: &mut Stream,
+    gt: StreamId,
+    opts: &ReadArgs<'_>,
+    now: i64,
+) -> bool {
     let mut after = gt;
     let history = opts.group.is_some() && gt != NEW_ENTRIES;
     let serve = match opts.group {
