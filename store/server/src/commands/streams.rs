@@ -29,13 +29,14 @@ use cairn_engine::types::Stream;
 use cairn_engine::{Table, Value};
 use cairn_protocol::ReplyWriter;
 
-use super::table::{c, CommandSpec, F, K1, KALL, R, W};
+use super::table::{c, CommandSpec, F, K1, NONE, R, W};
 use super::{text, CmdError, CmdResult, Ctx};
 
-/// XREAD and XREADGROUP name their keys after `STREAMS`; the table cannot say
-/// so, and lists every argument instead (a superset, so that transactions
-/// lock every shard these commands may touch).
-const KSTREAMS: (i32, i32, i32) = KALL;
+/// XREAD and XREADGROUP name their keys after `STREAMS`, which the table
+/// cannot express: like Redis (`movablekeys`, key spec 0 0 0) they declare
+/// none. EXEC then holds every shard for them, and XREADGROUP does not touch
+/// WATCHed keys (Redis's does not either).
+const KSTREAMS: (i32, i32, i32) = NONE;
 /// XGROUP and XINFO subcommands: the key is the second argument.
 const K2: (i32, i32, i32) = (2, 2, 1);
 
