@@ -47,6 +47,7 @@ pub fn xadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if let Some(spec) = parsed.trim {
         stream.trim(&spec);
     }
+    ctx.server.blocking.signal(db, args[1]);
     Ok(())
 }
 

@@ -73,7 +73,12 @@ pub fn xgroup(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     }
     let stream = lookup(table, key, ctx.now_ms)?.ok_or(KEY_REQUIRED)?;
     if name == "destroy" {
-        ctx.out.int(i64::from(stream.destroy_group(group)));
+        let destroyed = stream.destroy_group(group);
+        if destroyed {
+            // Blocked XREADGROUPs on this group get -NOGROUP.
+            ctx.server.blocking.signal(db, key);
+        }
+        ctx.out.int(i64::from(destroyed));
         return Ok(());
     }
     let last_id = stream.last_id();

@@ -4,8 +4,15 @@
 //! the entries after the given ID, XREADGROUP `>` with entries never
 //! delivered to the group, XREADGROUP with an ID with the consumer's own
 //! pending entries (its history). When nothing can be served the reply is a
-//! null array; with BLOCK the client would have to wait, which this server
-//! does not support yet, and it says so rather than pretending to time out.
+//! null array, or with BLOCK the client blocks ([`crate::blocking`]).
+//!
+//! A blocked client is registered with its command rewritten as Redis
+//! remembers it: `$` replaced by the IDs it stood for, and COUNT 1000 when no
+//! COUNT was given. XADD (and XGROUP DESTROY, RENAME, ...) signal the key; the
+//! command then runs again in retry mode ([`serve_blocked`]), Redis's
+//! `serveClientsBlockedOnStreamKey`: it answers with the first stream whose
+//! last ID passed the one waited for, or, for XREADGROUP, with an error when
+//! the key or the group is gone.
 
 use cairn_engine::types::stream::StreamId;
 use cairn_engine::types::Stream;
@@ -106,13 +113,20 @@ const GT_WITHOUT_GROUP: CmdError = CmdError::Static(
 /// `>` is represented as the largest ID, as Redis does.
 const NEW_ENTRIES: StreamId = StreamId::MAX;
 
+/// COUNT of a blocked read that gave none (Redis's `XREAD_BLOCKED_DEFAULT_COUNT`).
+const BLOCKED_DEFAULT_COUNT: usize = 1000;
+
 fn read(ctx: &mut Ctx<'_>, args: &[&[u8]], xreadgroup: bool) -> CmdResult {
     let opts = parse(args, xreadgroup)?;
+    if ctx.client.block.is_retrying() {
+        return serve_blocked(ctx, args, &opts);
+    }
     let keys = &args[opts.keys_at..opts.keys_at + opts.streams];
     let id_args = &args[opts.keys_at + opts.streams..];
     let db = ctx.db();
     let now = ctx.now_ms;
-    let mut guard = ctx.server.keyspace.lock_keys(keys.iter().copied());
+    let server = ctx.server;
+    let mut guard = server.keyspace.lock_keys(keys.iter().copied());
     let mut ids = Vec::with_capacity(keys.len());
     for (key, arg) in keys.iter().zip(id_args) {
         let stream = lookup(guard.table(db, key), key, now)?;
@@ -138,8 +152,8 @@ fn read(ctx: &mut Ctx<'_>, args: &[&[u8]], xreadgroup: bool) -> CmdResult {
             served += usize::from(serve(&mut w, key, stream, gt, &opts, now));
         }
     }
-    drop(guard);
     if served > 0 {
+        drop(guard);
         if ctx.out.is_resp3() {
             ctx.out.map(served);
         } else {
@@ -148,39 +162,124 @@ fn read(ctx: &mut Ctx<'_>, args: &[&[u8]], xreadgroup: bool) -> CmdResult {
         ctx.out.buffer().extend_from_slice(&body);
         return Ok(());
     }
-    if opts.block.is_some() {
-        return Err(CmdError::Message(format!(
-            "ERR {} with BLOCK is not supported yet when no data is available",
-            if xreadgroup { "XREADGROUP" } else { "XREAD" }
-        )));
+    // Block while still holding the keys, so no XADD slips in between.
+    let blocked = match opts.block {
+        Some(timeout) => {
+            let deadline_ms = if timeout == 0 { 0 } else { ctx.now_ms.saturating_add(timeout as u64) };
+            let remembered = blocked_command(args, &opts, &ids);
+            let remembered: Vec<&[u8]> = remembered.iter().map(Vec::as_slice).collect();
+            server.blocking.block(ctx.client, &remembered, keys, deadline_ms)
+        }
+        None => false,
+    };
+    drop(guard);
+    if !blocked {
+        ctx.out.null_array();
     }
-    ctx.out.null_array();
+    Ok(())
+}
+
+/// The command a blocked client is registered with: IDs resolved (`$`), an
+/// explicit COUNT, and no options it does not need.
+fn blocked_command(args: &[&[u8]], opts: &ReadArgs<'_>, ids: &[StreamId]) -> Vec<Vec<u8>> {
+    let count = if opts.count == 0 { BLOCKED_DEFAULT_COUNT } else { opts.count };
+    let mut out: Vec<Vec<u8>> = vec![args[0].to_vec()];
+    if let Some((group, consumer)) = opts.group {
+        out.extend([b"GROUP".to_vec(), group.to_vec(), consumer.to_vec()]);
+    }
+    out.extend([b"COUNT".to_vec(), count.to_string().into_bytes()]);
+    if opts.noack {
+        out.push(b"NOACK".to_vec());
+    }
+    out.extend([b"BLOCK".to_vec(), b"0".to_vec(), b"STREAMS".to_vec()]);
+    out.extend(args[opts.keys_at..opts.keys_at + opts.streams].iter().map(|k| k.to_vec()));
+    for &id in ids {
+        out.push(if id == NEW_ENTRIES && opts.group.is_some() { b">".to_vec() } else { id.to_string().into_bytes() });
+    }
+    out
+}
+
+/// Retry mode: serves a blocked client from the first stream that moved past
+/// the ID it waits for, as a one-stream reply; otherwise it stays blocked.
+fn serve_blocked(ctx: &mut Ctx<'_>, args: &[&[u8]], opts: &ReadArgs<'_>) -> CmdResult {
+    let keys = &args[opts.keys_at..opts.keys_at + opts.streams];
+    let id_args = &args[opts.keys_at + opts.streams..];
+    let db = ctx.db();
+    let now = now_ms(ctx);
+    let server = ctx.server;
+    let mut guard = server.keyspace.lock_keys(keys.iter().copied());
+    for (key, arg) in keys.iter().zip(id_args) {
+        let stream = match lookup(guard.table(db, key), key, ctx.now_ms) {
+            Ok(Some(stream)) => stream,
+            _ if opts.group.is_some() => {
+                return Err(CmdError::Static("UNBLOCKED the stream key no longer exists"));
+            }
+            _ => continue,
+        };
+        let waited_for = match opts.group {
+            Some((group, _)) => match stream.group(group) {
+                Some(g) => g.last_id,
+                None => {
+                    return Err(CmdError::Static(
+                        "NOGROUP the consumer group this client was blocked on no longer exists",
+                    ))
+                }
+            },
+            None => strict_id(arg)?,
+        };
+        if stream.last_id() <= waited_for {
+            continue;
+        }
+        let mut body = Vec::new();
+        let mut w = ReplyWriter::new(&mut body, ctx.out.version());
+        write_stream(&mut w, key, stream, waited_for, false, opts, now);
+        drop(guard);
+        if ctx.out.is_resp3() {
+            ctx.out.map(1);
+        } else {
+            ctx.out.array(1);
+        }
+        ctx.out.buffer().extend_from_slice(&body);
+        return Ok(());
+    }
+    server.blocking.block(ctx.client, args, keys, 0);
     Ok(())
 }
 
 /// Answers for one stream if it has something to serve; returns whether it did.
-fn serve(
+fn serve(w: &mut ReplyWriter<'_>, key: &[u8], stream: &mut Stream, gt: StreamId, opts: &ReadArgs<'_>, now: i64) -> bool {
+    match served_after(stream, gt, opts) {
+        Some((after, history)) => {
+            write_stream(w, key, stream, after, history, opts, now);
+            true
+        }
+        None => false,
+    }
+}
+
+/// Whether a stream can serve right away, and after which ID (and whether
+/// from the consumer's history).
+fn served_after(stream: &Stream, gt: StreamId, opts: &ReadArgs<'_>) -> Option<(StreamId, bool)> {
+    match opts.group {
+        Some(_) if gt != NEW_ENTRIES => Some((gt, true)),
+        Some((group, _)) => {
+            let last = stream.group(group)?.last_id;
+            stream.last_valid_id().is_some_and(|top| top > last).then_some((last, false))
+        }
+        None => stream.last_valid_id().is_some_and(|top| top > gt).then_some((gt, false)),
+    }
+}
+
+/// One stream's part of the reply: `[key, entries]` (RESP3: the map's pair).
+fn write_stream(
     w: &mut ReplyWriter<'_>,
     key: &[u8],
     stream: &mut Stream,
-    gt: StreamId,
+    after: StreamId,
+    history: bool,
     opts: &ReadArgs<'_>,
     now: i64,
-) -> bool {
-    let mut after = gt;
-    let history = opts.group.is_some() && gt != NEW_ENTRIES;
-    let serve = match opts.group {
-        Some(_) if history => true,
-        Some((group, _)) => {
-            let last = stream.group(group).map_or(StreamId::MAX, |g| g.last_id);
-            after = last;
-            stream.last_valid_id().is_some_and(|top| top > last)
-        }
-        None => stream.last_valid_id().is_some_and(|top| top > gt),
-    };
-    if !serve {
-        return false;
-    }
+) {
     let start = after.next().unwrap_or(StreamId::MIN);
     if !w.is_resp3() {
         w.array(2);
@@ -191,7 +290,7 @@ fn serve(
         let entries: Vec<_> = stream.range(start, StreamId::MAX, false).take(limit).collect();
         w.array(entries.len());
         entries.iter().for_each(|e| write_entry(w, e));
-        return true;
+        return;
     };
     if let Some(g) = stream.group_mut(group) {
         g.touch_or_create_consumer(consumer, now);
@@ -213,5 +312,4 @@ fn serve(
         let delivered = stream.read_group_new(group, consumer, opts.count, opts.noack, now);
         write_entries_by_id(w, stream, &delivered);
     }
-    true
 }
