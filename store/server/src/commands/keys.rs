@@ -17,6 +17,8 @@ pub fn del(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         if table.get(key, ctx.now_ms).is_some() {
             table.remove(key);
             removed += 1;
+            // Blocked XREADGROUPs on a deleted stream get an error (Redis's signalDeletedKeyAsReady).
+            ctx.server.blocking.signal(db, key);
         }
     }
     ctx.out.int(removed);

@@ -137,6 +137,8 @@ pub fn flushdb(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     touch_existing_watched(ctx, db);
     let mut all = ctx.server.keyspace.lock_all();
     all.for_each_shard(|shard| shard.db(db).clear());
+    drop(all);
+    ctx.server.blocking.signal_db(db);
     ctx.out.ok();
     Ok(())
 }
@@ -147,6 +149,8 @@ pub fn flushall(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     (0..dbs).for_each(|db| touch_existing_watched(ctx, db));
     let mut all = ctx.server.keyspace.lock_all();
     all.for_each_shard(|shard| (0..dbs).for_each(|db| shard.db(db).clear()));
+    drop(all);
+    (0..dbs).for_each(|db| ctx.server.blocking.signal_db(db));
     ctx.out.ok();
     Ok(())
 }

@@ -143,6 +143,10 @@ pub fn set(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let blocked = (options.nx && exists) || (options.xx && !exists);
     if !blocked {
         store_string(table, args[1], args[2], expiry, ctx.now_ms);
+        if exists {
+            // A stream overwritten by SET unblocks its XREADGROUP clients with an error.
+            ctx.server.blocking.signal(db, args[1]);
+        }
     }
     match (options.get, blocked) {
         (true, _) => match old {
