@@ -164,7 +164,7 @@ fn xinfo_reports_redis_7_counters() {
 }
 
 #[test]
-fn xread_shapes_and_blocking_refusal() {
+fn xread_shapes() {
     let server = TestServer::start();
     let mut c = server.client();
     c.cmd(&["XADD", "a", "1", "f", "v"]);
@@ -173,10 +173,6 @@ fn xread_shapes_and_blocking_refusal() {
         array(vec![array(vec![bulk("a"), array(vec![entry("1-0", &["f", "v"])])])])
     );
     assert_eq!(c.cmd(&["XREAD", "STREAMS", "a", "$"]), null_array());
-    assert_eq!(
-        c.cmd(&["XREAD", "BLOCK", "10", "STREAMS", "a", "$"]),
-        err("ERR XREAD with BLOCK is not supported yet when no data is available")
-    );
     // With data available BLOCK does not block.
     assert_eq!(
         c.cmd(&["XREAD", "BLOCK", "0", "STREAMS", "a", "0"]),
@@ -186,4 +182,43 @@ fn xread_shapes_and_blocking_refusal() {
     c.cmd(&["HELLO", "3"]);
     let reply = c.cmd(&["XREAD", "STREAMS", "a", "0"]);
     assert!(matches!(reply, OwnedFrame::Map { ref data, .. } if data.len() == 1), "RESP3 XREAD is a map: {reply:?}");
+}
+
+/// Waits until INFO reports one blocked client.
+fn wait_for_blocked(c: &mut Client) {
+    for _ in 0..500 {
+        let info = match c.cmd(&["INFO", "clients"]) {
+            OwnedFrame::BlobString { data, .. } | OwnedFrame::VerbatimString { data, .. } => data,
+            other => panic!("INFO reply: {other:?}"),
+        };
+        if String::from_utf8_lossy(&info).contains("blocked_clients:1") {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("no client blocked");
+}
+
+#[test]
+fn blocking_reads_wake_on_xadd_and_time_out() {
+    let server = TestServer::start();
+    let mut c = server.client();
+    let mut waiter = server.client();
+    c.cmd(&["XADD", "s", "1", "old", "x"]);
+    assert_eq!(c.cmd(&["XREAD", "BLOCK", "30", "STREAMS", "s", "$"]), null_array());
+    // `$` means the last ID at the time of blocking, not of serving.
+    waiter.send_raw(&Client::encode(&[b"XREAD", b"BLOCK", b"0", b"STREAMS", b"s", b"$"]));
+    wait_for_blocked(&mut c);
+    c.cmd(&["XADD", "s", "2", "new", "y"]);
+    assert_eq!(waiter.read(), array(vec![array(vec![bulk("s"), array(vec![entry("2-0", &["new", "y"])])])]));
+    // A destroyed group unblocks its readers with an error.
+    c.cmd(&["XGROUP", "CREATE", "s", "g", "$"]);
+    waiter.send_raw(&Client::encode(&[b"XREADGROUP", b"GROUP", b"g", b"c", b"BLOCK", b"0", b"STREAMS", b"s", b">"]));
+    wait_for_blocked(&mut c);
+    c.cmd(&["XGROUP", "DESTROY", "s", "g"]);
+    assert_eq!(waiter.read(), err("NOGROUP the consumer group this client was blocked on no longer exists"));
+    // Inside a transaction BLOCK acts as a timeout.
+    c.cmd(&["MULTI"]);
+    c.cmd(&["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]);
+    assert_eq!(c.cmd(&["EXEC"]), array(vec![null_array()]));
 }
