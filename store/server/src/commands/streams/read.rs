@@ -247,7 +247,14 @@ fn serve_blocked(ctx: &mut Ctx<'_>, args: &[&[u8]], opts: &ReadArgs<'_>) -> CmdR
 }
 
 /// Answers for one stream if it has something to serve; returns whether it did.
-fn serve(w: &mut ReplyWriter<'_>, key: &[u8], stream: &mut Stream, gt: StreamId, opts: &ReadArgs<'_>, now: i64) -> bool {
+fn serve(
+    w: &mut ReplyWriter<'_>,
+    key: &[u8],
+    stream: &mut Stream,
+    gt: StreamId,
+    opts: &ReadArgs<'_>,
+    now: i64,
+) -> bool {
     match served_after(stream, gt, opts) {
         Some((after, history)) => {
             write_stream(w, key, stream, after, history, opts, now);
