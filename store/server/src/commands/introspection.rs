@@ -37,6 +37,16 @@ const IMPLEMENTED_SUBCOMMANDS: &[&str] = &[
     "memory|help",
     "function|flush",
     "function|list",
+    "xgroup|create",
+    "xgroup|setid",
+    "xgroup|destroy",
+    "xgroup|createconsumer",
+    "xgroup|delconsumer",
+    "xgroup|help",
+    "xinfo|stream",
+    "xinfo|groups",
+    "xinfo|consumers",
+    "xinfo|help",
 ];
 
 fn implemented_sub(name: &str) -> bool {
