@@ -78,20 +78,73 @@ pub fn format_f64_human(value: f64) -> String {
     format!("{value}")
 }
 
-/// Formats a float as Redis's `%.17g` reply does (RESP2 doubles), using the
-/// shortest round-trip form, and `inf`/`-inf`/`nan` spelled as Redis does.
+/// Formats a float exactly as Redis 7.0's double replies do: C's `%.17g`
+/// (17 significant digits, trailing zeros dropped, exponent form below 1e-4
+/// and from 1e17), with `inf`/`-inf`/`nan` spelled as Redis does.
 pub fn format_f64_reply(value: f64, out: &mut Vec<u8>) {
     if value.is_nan() {
         out.extend_from_slice(b"nan");
     } else if value.is_infinite() {
         out.extend_from_slice(if value > 0.0 { b"inf" } else { b"-inf" });
-    } else if value == value.trunc() && value.abs() < 1e17 {
-        // Integral values print without a fractional part, as %.17g does.
+    } else if value == value.trunc() && value.abs() < 1e17 && !(value == 0.0 && value.is_sign_negative()) {
+        // Integral values of at most 17 digits print exactly, without a fraction.
         let mut buf = itoa::Buffer::new();
         out.extend_from_slice(buf.format(value as i64).as_bytes());
     } else {
-        let mut buf = ryu::Buffer::new();
-        out.extend_from_slice(buf.format_finite(value).as_bytes());
+        format_g17(value, out);
+    }
+}
+
+/// `%.17g` of a finite value, from Rust's correctly rounded `{:.16e}`.
+fn format_g17(value: f64, out: &mut Vec<u8>) {
+    use std::io::Write;
+    let mut buf = [0u8; 40];
+    let mut cursor = std::io::Cursor::new(&mut buf[..]);
+    // 17 significant digits never need more than 40 bytes ("-d.16digits e-308").
+    let _ = write!(cursor, "{value:.16e}");
+    let len = cursor.position() as usize;
+    let text = &buf[..len];
+    let (negative, text) = match text.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, text),
+    };
+    let e_pos = text.iter().position(|&b| b == b'e').unwrap_or(text.len());
+    let exponent: i32 = std::str::from_utf8(&text[e_pos + 1..]).ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+    // The 17 significant digits, without the decimal point.
+    let mut digits: Vec<u8> = text[..e_pos].iter().copied().filter(u8::is_ascii_digit).collect();
+    while digits.len() > 1 && digits.last() == Some(&b'0') {
+        digits.pop();
+    }
+    if negative {
+        out.push(b'-');
+    }
+    if !(-4..17).contains(&exponent) {
+        out.push(digits[0]);
+        if digits.len() > 1 {
+            out.push(b'.');
+            out.extend_from_slice(&digits[1..]);
+        }
+        out.push(b'e');
+        out.push(if exponent < 0 { b'-' } else { b'+' });
+        let magnitude = exponent.unsigned_abs();
+        if magnitude < 10 {
+            out.push(b'0');
+        }
+        out.extend_from_slice(itoa::Buffer::new().format(magnitude).as_bytes());
+    } else if exponent < 0 {
+        out.extend_from_slice(b"0.");
+        out.extend(std::iter::repeat_n(b'0', (-exponent - 1) as usize));
+        out.extend_from_slice(&digits);
+    } else {
+        let int_len = exponent as usize + 1;
+        if digits.len() <= int_len {
+            out.extend_from_slice(&digits);
+            out.extend(std::iter::repeat_n(b'0', int_len - digits.len()));
+        } else {
+            out.extend_from_slice(&digits[..int_len]);
+            out.push(b'.');
+            out.extend_from_slice(&digits[int_len..]);
+        }
     }
 }
 
@@ -118,5 +171,43 @@ mod tests {
         assert_eq!(format_f64_human(10.5 + 0.1), "10.6");
         assert_eq!(format_f64_human(3.0), "3");
         assert_eq!(format_f64_human(17179869185.5), "17179869185.5");
+    }
+
+    fn reply(value: f64) -> String {
+        let mut out = Vec::new();
+        format_f64_reply(value, &mut out);
+        String::from_utf8(out).expect("ascii")
+    }
+
+    #[test]
+    fn replies_match_printf_g17() {
+        // Expected strings are what C's printf("%.17g") prints.
+        let cases: &[(f64, &str)] = &[
+            (0.0, "0"),
+            (-0.0, "-0"),
+            (1.0, "1"),
+            (-3.0, "-3"),
+            (1.5, "1.5"),
+            (0.1, "0.10000000000000001"),
+            (0.30000000000000004, "0.30000000000000004"),
+            (3.25, "3.25"),
+            (1.5e-7, "1.4999999999999999e-07"),
+            (1e20, "1e+20"),
+            (123456789012345678.0, "1.2345678901234568e+17"),
+            (99999999999999999.0, "1e+17"),
+            (1e16, "10000000000000000"),
+            (0.0001, "0.0001"),
+            (0.00001, "1.0000000000000001e-05"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            (5e-324, "4.9406564584124654e-324"),
+            (1e-322, "9.8813129168249309e-323"),
+            (-2.5e100, "-2.4999999999999999e+100"),
+            (1234.5678, "1234.5678"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+        ];
+        for (value, expected) in cases {
+            assert_eq!(reply(*value), *expected, "{value:e}");
+        }
     }
 }
