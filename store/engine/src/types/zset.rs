@@ -82,6 +82,11 @@ impl PartialEq for ZSet {
     }
 }
 
+/// Redis's order: by score (-0 equals 0; scores are never NaN), then member bytes.
+pub fn compare(score_a: f64, member_a: &[u8], score_b: f64, member_b: &[u8]) -> std::cmp::Ordering {
+    score_a.partial_cmp(&score_b).unwrap_or(std::cmp::Ordering::Equal).then_with(|| member_a.cmp(member_b))
+}
+
 fn max_entries() -> usize {
     LIMITS.zset_max_listpack_entries.get().max(0) as usize
 }
@@ -101,7 +106,7 @@ impl ZSet {
     pub fn from_entries(mut entries: Vec<(Box<[u8]>, f64)>) -> ZSet {
         let fits = entries.len() <= max_entries() && entries.iter().all(|(m, _)| m.len() <= max_value());
         if fits {
-            entries.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+            entries.sort_by(|a, b| compare(a.1, &a.0, b.1, &b.0));
             let sorted = entries.into_iter().map(|(member, score)| listpack::Entry { member, score }).collect();
             return ZSet { repr: Repr::ListPack(ListPack::from_sorted(sorted)) };
         }
@@ -254,7 +259,9 @@ impl ZSet {
     /// Iterates from 0-based `rank` upwards, or downwards when `reverse`.
     pub fn iter_from(&self, rank: usize, reverse: bool) -> Iter<'_> {
         let cursor = match &self.repr {
-            Repr::ListPack(lp) => Cursor::ListPack { entries: lp.entries(), next: Some(rank).filter(|&r| r < lp.len()) },
+            Repr::ListPack(lp) => {
+                Cursor::ListPack { entries: lp.entries(), next: Some(rank).filter(|&r| r < lp.len()) }
+            }
             Repr::SkipList(sl) => Cursor::SkipList { list: sl, next: sl.at_rank(rank) },
         };
         Iter { cursor, reverse }
@@ -375,7 +382,10 @@ mod tests {
         assert_eq!(z.add(2.0, b"x", AddFlags { incr: true, ..Default::default() }), AddOutcome::Updated(7.0));
         assert_eq!(z.add(7.0, b"x", AddFlags::default()), AddOutcome::Unchanged(7.0));
         z.add(f64::INFINITY, b"x", AddFlags::default());
-        assert_eq!(z.add(f64::NEG_INFINITY, b"x", AddFlags { incr: true, ..Default::default() }), AddOutcome::NotANumber);
+        assert_eq!(
+            z.add(f64::NEG_INFINITY, b"x", AddFlags { incr: true, ..Default::default() }),
+            AddOutcome::NotANumber
+        );
         assert_eq!(z.score(b"x"), Some(f64::INFINITY));
     }
 

@@ -74,7 +74,8 @@ impl Default for SkipList {
 
 impl SkipList {
     pub fn new() -> SkipList {
-        let header = Node { member: Box::default(), score: 0.0, backward: NIL, levels: vec![EMPTY_LEVEL; MAX_LEVEL].into() };
+        let header =
+            Node { member: Box::default(), score: 0.0, backward: NIL, levels: vec![EMPTY_LEVEL; MAX_LEVEL].into() };
         SkipList {
             nodes: vec![header],
             free: Vec::new(),
