@@ -101,6 +101,17 @@ impl ZSet {
         ZSet { repr: Repr::ListPack(ListPack::default()) }
     }
 
+    /// An empty set for a result of `len_hint` members added one by one
+    /// (ZRANGESTORE's `zrangeResultBeginStore`): a skiplist when the hint
+    /// exceeds `zset-max-listpack-entries`, else a listpack that converts as
+    /// adds require.
+    pub fn with_len_hint(len_hint: Option<usize>) -> ZSet {
+        match len_hint {
+            Some(len) if len > max_entries() => ZSet { repr: Repr::SkipList(SkipList::new()) },
+            _ => ZSet::new(),
+        }
+    }
+
     /// A set of distinct members in the encoding Redis gives a computed result
     /// (`zsetConvertToListpackIfNeeded`): listpack when it fits the limits.
     pub fn from_entries(mut entries: Vec<(Box<[u8]>, f64)>) -> ZSet {

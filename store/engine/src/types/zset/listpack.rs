@@ -9,7 +9,9 @@ pub struct Entry {
     pub score: f64,
 }
 
-/// Entries sorted by score, then member bytes.
+/// Entries sorted by score, then member bytes. A listpack stores a score of
+/// -0 as the integer 0, so -0 reads back as 0 in this encoding (unlike the
+/// skiplist, which keeps the double).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ListPack {
     entries: Vec<Entry>,
@@ -41,6 +43,7 @@ impl ListPack {
 
     /// Inserts a member that is not present yet, at its sorted position.
     pub fn insert(&mut self, score: f64, member: &[u8]) {
+        let score = as_stored(score);
         let at = self.count_while(|s, m| s < score || (s == score && m < member));
         self.entries.insert(at, Entry { member: member.into(), score });
     }
@@ -52,6 +55,7 @@ impl ListPack {
 
     /// Changes the score of the entry at `index`, keeping the order.
     pub fn set_score(&mut self, index: usize, score: f64) {
+        let score = as_stored(score);
         let entry = self.entries.remove(index);
         let member = &*entry.member;
         let at = self.count_while(|s, m| s < score || (s == score && m < member));
@@ -74,7 +78,8 @@ impl ListPack {
     }
 
     /// Builds from entries already sorted by score then member.
-    pub fn from_sorted(entries: Vec<Entry>) -> ListPack {
+    pub fn from_sorted(mut entries: Vec<Entry>) -> ListPack {
+        entries.iter_mut().for_each(|e| e.score = as_stored(e.score));
         debug_assert!(entries.windows(2).all(|w| (w[0].score, &w[0].member) < (w[1].score, &w[1].member)));
         ListPack { entries }
     }
@@ -82,6 +87,15 @@ impl ListPack {
     /// Takes the entries out, in order.
     pub fn into_entries(self) -> Vec<Entry> {
         self.entries
+    }
+}
+
+/// The score as a listpack gives it back: -0 becomes 0.
+fn as_stored(score: f64) -> f64 {
+    if score == 0.0 {
+        0.0
+    } else {
+        score
     }
 }
 
@@ -103,5 +117,7 @@ mod tests {
         assert_eq!(lp.count_while(|s, _| s < 3.0), 2);
         assert_eq!(lp.remove_ranks(0, 2), 2);
         assert_eq!(lp.len(), 1);
+        lp.insert(-0.0, b"zero");
+        assert!(lp.entries()[0].score.is_sign_positive());
     }
 }

@@ -38,11 +38,53 @@ fn parse_bound_number(s: &[u8]) -> Option<f64> {
     parse_text(trimmed)
 }
 
-/// The whole text as a non-NaN float.
+/// The whole text as a non-NaN float: decimal, `inf`/`infinity`, or C's
+/// hexadecimal form (`0x1.8p3`), as `strtod` reads them.
 fn parse_text(s: &[u8]) -> Option<f64> {
-    let text = std::str::from_utf8(s).ok()?;
-    let value: f64 = text.parse().ok()?;
+    let value = match parse_hex(s) {
+        Some(v) => v,
+        None => std::str::from_utf8(s).ok()?.parse().ok()?,
+    };
     (!value.is_nan()).then_some(value)
+}
+
+/// `[+-]0x<hex>[.<hex>][p[+-]<dec>]`; `None` when not hexadecimal or malformed.
+fn parse_hex(s: &[u8]) -> Option<f64> {
+    let (negative, rest) = match s.first()? {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let rest = rest.strip_prefix(b"0x").or_else(|| rest.strip_prefix(b"0X"))?;
+    let (mantissa_text, exponent_text) = match rest.iter().position(|b| b.eq_ignore_ascii_case(&b'p')) {
+        Some(p) => (&rest[..p], Some(&rest[p + 1..])),
+        None => (rest, None),
+    };
+    let mut mantissa = 0f64;
+    let mut scale = 0i32;
+    let mut digits = 0;
+    let mut seen_point = false;
+    for &b in mantissa_text {
+        if b == b'.' && !seen_point {
+            seen_point = true;
+            continue;
+        }
+        let digit = (b as char).to_digit(16)?;
+        mantissa = mantissa * 16.0 + f64::from(digit);
+        digits += 1;
+        if seen_point {
+            scale -= 4;
+        }
+    }
+    if digits == 0 {
+        return None;
+    }
+    if let Some(text) = exponent_text {
+        let exponent: i32 = std::str::from_utf8(text).ok()?.parse().ok()?;
+        scale = scale.saturating_add(exponent);
+    }
+    let magnitude = mantissa * 2f64.powi(scale);
+    Some(if negative { -magnitude } else { magnitude })
 }
 
 fn names_infinity(s: &[u8]) -> bool {
@@ -169,7 +211,9 @@ mod tests {
         assert_eq!(parse_score(b"+inf"), Some(f64::INFINITY));
         assert_eq!(parse_score(b"1e308"), Some(1e308));
         assert_eq!(parse_score(b"0e5"), Some(0.0));
-        for bad in [&b""[..], b" 1", b"1 ", b"nan", b"abc", b"1e400", b"1e-400", b"30.badscore"] {
+        assert_eq!(parse_score(b"0x10"), Some(16.0));
+        assert_eq!(parse_score(b"-0x1.8p1"), Some(-3.0));
+        for bad in [&b""[..], b" 1", b"1 ", b"nan", b"abc", b"1e400", b"1e-400", b"30.badscore", b"0x", b"0x1p2000"] {
             assert_eq!(parse_score(bad), None, "{}", String::from_utf8_lossy(bad));
         }
     }

@@ -69,8 +69,8 @@ fn with_count(ctx: &mut Ctx<'_>, key: &[u8], count: i64, with_scores: bool) -> C
     if count < 0 {
         (0..len).for_each(|_| emit(rng.gen_range(0..size)));
     } else if len == size {
-        // The whole set: walk it in order rather than look each rank up.
-        for (member, score) in z.iter() {
+        // The whole set, from the top down as Redis's set-operation iterator walks it.
+        for (member, score) in z.iter_from(size - 1, true) {
             reply_member(&mut ctx.out, member, score, with_scores, pairs);
         }
     } else {

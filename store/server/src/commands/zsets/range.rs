@@ -7,7 +7,7 @@
 
 use std::ops::Range;
 
-use cairn_engine::types::zset::{LexRange, ScoreRange};
+use cairn_engine::types::zset::{AddFlags, LexRange, ScoreRange};
 use cairn_engine::types::ZSet;
 
 use super::super::{int_arg, is, CmdError, CmdResult, Ctx};
@@ -99,11 +99,11 @@ fn parse_request(rest: &[&[u8]], store: bool, by: By, direction: Option<bool>) -
             request.offset = int_arg(rest[j + 1])?;
             request.limit = int_arg(rest[j + 2])?;
             j += 2;
-        } else if direction.is_none() && is(a, "rev") {
+        } else if direction.is_none() && !request.reverse && is(a, "rev") {
             request.reverse = true;
-        } else if by == By::Auto && is(a, "bylex") {
+        } else if request.by == By::Auto && is(a, "bylex") {
             request.by = By::Lex;
-        } else if by == By::Auto && is(a, "byscore") {
+        } else if request.by == By::Auto && is(a, "byscore") {
             request.by = By::Score;
         } else {
             return Err(CmdError::Syntax);
@@ -179,17 +179,20 @@ pub fn zrangestore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let request = parse_request(&args[3..], true, By::Auto, None)?;
     let (dst, src, db, now) = (args[1], args[2], ctx.db(), ctx.now_ms);
     let mut guard = ctx.server.keyspace.lock_keys([dst, src]);
-    let entries: Vec<(Box<[u8]>, f64)> = match zset_mut(guard.table(db, src), src, now)? {
+    let result = match zset_mut(guard.table(db, src), src, now)? {
         Some(z) => {
             let selection = select(z, &request);
-            z.iter_from(selection.first, selection.reverse)
-                .take(selection.count)
-                .map(|(member, score)| (Box::from(member), score))
-                .collect()
+            // Built as Redis builds it, so the encoding (and a listpack's -0 -> 0) match.
+            let hint = (request.by == By::Rank).then_some(selection.count);
+            let mut result = ZSet::with_len_hint(hint);
+            for (member, score) in z.iter_from(selection.first, selection.reverse).take(selection.count) {
+                result.add(score, member, AddFlags::default());
+            }
+            result
         }
-        None => Vec::new(),
+        None => ZSet::new(),
     };
-    let stored = store_result(guard.table(db, dst), dst, ZSet::from_entries(entries), now);
+    let stored = store_result(guard.table(db, dst), dst, result, now);
     drop(guard);
     ctx.out.int(stored as i64);
     Ok(())
@@ -197,8 +200,6 @@ pub fn zrangestore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 #[cfg(test)]
 mod tests {
-    use cairn_engine::types::zset::AddFlags;
-
     use super::*;
 
     fn set() -> ZSet {
@@ -237,6 +238,9 @@ mod tests {
         );
         assert!(matches!(parse(&[b"[a", b"[b", b"bylex", b"withscores"]), Some(CmdError::Static(_))));
         assert_eq!(parse(&[b"0", b"-1", b"bogus"]), Some(CmdError::Syntax));
+        for (first, second) in [("rev", "rev"), ("byscore", "byscore"), ("bylex", "byscore")] {
+            assert_eq!(parse(&[b"0", b"-1", first.as_bytes(), second.as_bytes()]), Some(CmdError::Syntax));
+        }
         assert_eq!(parse(&[b"x", b"1"]), Some(CmdError::NotInteger));
         assert_eq!(parse_request(&[b"0", b"1", b"withscores"], true, By::Auto, None).err(), Some(CmdError::Syntax));
     }

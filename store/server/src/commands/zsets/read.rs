@@ -1,6 +1,6 @@
 //! ZCARD, ZSCORE, ZMSCORE, ZRANK, ZREVRANK, ZCOUNT, ZLEXCOUNT and ZSCAN.
 
-use cairn_engine::number::{format_f64_reply, parse_u64};
+use cairn_engine::number::format_f64_reply;
 use cairn_engine::types::zset::{LexRange, ScoreRange};
 
 use super::super::keys::ScanOptions;
@@ -90,7 +90,7 @@ pub fn zlexcount(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// present for the whole scan come back exactly once. Scores are bulk
 /// strings in `%.17g` form, in both protocols, as in Redis.
 pub fn zscan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let cursor = parse_u64(args[2]).ok_or(CmdError::Static("ERR invalid cursor"))?;
+    let cursor = parse_cursor(args[2]).ok_or(CmdError::Static("ERR invalid cursor"))?;
     let (db, now) = (ctx.db(), ctx.now_ms);
     let mut shard = ctx.server.keyspace.lock_key(args[1]);
     let Some(z) = zset_mut(shard.db(db), args[1], now)? else {
@@ -113,6 +113,21 @@ pub fn zscan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     Ok(())
 }
 
+/// A cursor as `strtoul` reads it (`parseScanCursorOrReply`): an optional
+/// sign (a negative value wraps), decimal digits, no overflow.
+fn parse_cursor(arg: &[u8]) -> Option<u64> {
+    let (negative, digits) = match arg.split_first()? {
+        (b'-', rest) => (true, rest),
+        (b'+', rest) => (false, rest),
+        _ => (false, arg),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let value: u64 = std::str::from_utf8(digits).ok()?.parse().ok()?;
+    Some(if negative { value.wrapping_neg() } else { value })
+}
+
 fn write_scan_reply(ctx: &mut Ctx<'_>, cursor: u64, found: &[(Vec<u8>, f64)]) {
     ctx.out.array(2);
     ctx.out.bulk(itoa::Buffer::new().format(cursor).as_bytes());
@@ -123,5 +138,21 @@ fn write_scan_reply(ctx: &mut Ctx<'_>, cursor: u64, found: &[(Vec<u8>, f64)]) {
         text.clear();
         format_f64_reply(*score, &mut text);
         ctx.out.bulk(&text);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_cursor;
+
+    #[test]
+    fn cursors_read_like_strtoul() {
+        assert_eq!(parse_cursor(b"0"), Some(0));
+        assert_eq!(parse_cursor(b"007"), Some(7));
+        assert_eq!(parse_cursor(b"-1"), Some(u64::MAX));
+        assert_eq!(parse_cursor(b"18446744073709551615"), Some(u64::MAX));
+        for bad in [&b""[..], b" 1", b"1x", b"18446744073709551616", b"-"] {
+            assert_eq!(parse_cursor(bad), None);
+        }
     }
 }
