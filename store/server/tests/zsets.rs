@@ -223,6 +223,14 @@ fn set_operations() {
     assert_eq!(c.cmd(&["ZUNION", "3", "a", "b"]), err("ERR syntax error"));
     assert_eq!(c.cmd(&["ZUNIONSTORE", "x", "2", "a", "b", "WITHSCORES"]), err("ERR syntax error"));
     assert_eq!(c.cmd(&["ZUNION", "2", "a", "b", "WEIGHTS", "nan", "1"]), err("ERR weight value is not a float"));
+    c.cmd(&["SADD", "plain", "a", "b", "c", "100"]);
+    assert_eq!(c.cmd(&["ZUNIONSTORE", "mixed", "2", "plain", "b", "WEIGHTS", "2", "3"]), int(5));
+    assert_eq!(
+        c.cmd(&["ZRANGE", "mixed", "0", "-1", "WITHSCORES"]),
+        bulks(&["100", "2", "a", "2", "b", "5", "c", "8", "d", "9"])
+    );
+    assert_eq!(c.cmd(&["ZINTER", "2", "plain", "b", "WITHSCORES"]), bulks(&["b", "2", "c", "3"]));
+    assert_eq!(c.cmd(&["ZDIFF", "2", "plain", "a"]), bulks(&["100"]));
     c.cmd(&["ZADD", "inf1", "+inf", "k"]);
     c.cmd(&["ZADD", "inf2", "-inf", "k"]);
     assert_eq!(c.cmd(&["ZUNIONSTORE", "sum", "2", "inf1", "inf2"]), int(1));

@@ -86,6 +86,12 @@ fn pop_generic(ctx: &mut Ctx<'_>, keys: &[&[u8]], max: bool, count: Option<i64>,
     let mut guard = ctx.server.keyspace.lock_keys(keys.iter().copied());
     let popped = pop_from_first(&mut guard, db, ctx.now_ms, keys, max, count)?;
     drop(guard);
+    if reply.emit_key {
+        // ZMPOP declares no key positions, so the dispatcher cannot touch WATCHers for it.
+        if let Some((key, _)) = &popped {
+            ctx.server.watches.touch(db, key);
+        }
+    }
     write_pop_reply(ctx, popped, count.is_some(), reply);
     Ok(())
 }
