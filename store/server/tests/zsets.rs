@@ -291,3 +291,36 @@ fn random_members_and_scan() {
     );
     assert_eq!(c.cmd(&["ZRANDMEMBER", "big", "-9223372036854770000", "WITHSCORES"]), err("ERR value is out of range"));
 }
+
+#[test]
+fn blocking_pops_wait_for_a_sorted_set() {
+    let server = TestServer::start();
+    let mut c = server.client();
+    let mut waiter = server.client();
+    c.cmd(&["ZADD", "z", "1", "a", "2", "b"]);
+    assert_eq!(c.cmd(&["BZPOPMAX", "none", "z", "0"]), bulks(&["z", "b", "2"]));
+    assert_eq!(
+        c.cmd(&["BZMPOP", "0", "1", "z", "MIN", "COUNT", "5"]),
+        arr(vec![bulk("z"), arr(vec![bulks(&["a", "1"])])])
+    );
+    assert_eq!(c.cmd(&["BZPOPMIN", "z", "0.01"]), OwnedFrame::Null);
+    assert_eq!(c.cmd(&["BZPOPMIN", "z", "-1"]), err("ERR timeout is negative"));
+    c.cmd(&["SET", "s", "x"]);
+    assert_eq!(
+        c.cmd(&["BZPOPMIN", "s", "0"]),
+        err("WRONGTYPE Operation against a key holding the wrong kind of value")
+    );
+
+    waiter.send_raw(&Client::encode(&[b"BZPOPMIN", b"q1", b"q2", b"0"]));
+    let blocked = |c: &mut Client| match c.cmd(&["INFO", "clients"]) {
+        OwnedFrame::BlobString { data, .. } => String::from_utf8_lossy(&data).contains("blocked_clients:1"),
+        _ => false,
+    };
+    while !blocked(&mut c) {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    c.cmd(&["ZUNIONSTORE", "q2", "1", "nokey"]);
+    c.cmd(&["ZADD", "q2", "7", "m"]);
+    assert_eq!(waiter.read(), bulks(&["q2", "m", "7"]));
+    assert_eq!(c.cmd(&["EXISTS", "q2"]), int(0));
+}

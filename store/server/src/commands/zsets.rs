@@ -7,7 +7,9 @@
 //! - `range`: ZRANGE (BYSCORE, BYLEX, REV, LIMIT), ZRANGESTORE and the
 //!   older ZREVRANGE, Z[REV]RANGEBYSCORE, Z[REV]RANGEBYLEX.
 //! - `setops`: ZUNION, ZINTER, ZDIFF, their STORE forms, ZINTERCARD.
-//! - `pop`: ZPOPMIN, ZPOPMAX, ZMPOP.
+//! - `pop`: ZPOPMIN, ZPOPMAX, ZMPOP and the blocking BZPOPMIN, BZPOPMAX,
+//!   BZMPOP. Commands that create a sorted set signal the blocking registry
+//!   (a key that exists is never empty, so only creation can serve a waiter).
 //! - `random`: ZRANDMEMBER.
 //! - `set_source`: reading plain sets as inputs of the set operations.
 //!
@@ -62,6 +64,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     c("zpopmin", -2, W | F, K1, pop::zpopmin),
     c("zpopmax", -2, W | F, K1, pop::zpopmax),
     c("zmpop", -4, W, NONE, pop::zmpop),
+    c("bzpopmin", -3, W | F, (1, -2, 1), pop::bzpopmin),
+    c("bzpopmax", -3, W | F, (1, -2, 1), pop::bzpopmax),
+    c("bzmpop", -5, W, NONE, pop::bzmpop),
     c("zrandmember", -2, R, K1, random::zrandmember),
 ];
 

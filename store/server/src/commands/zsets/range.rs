@@ -193,6 +193,9 @@ pub fn zrangestore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         None => ZSet::new(),
     };
     let stored = store_result(guard.table(db, dst), dst, result, now);
+    if stored > 0 {
+        ctx.server.blocking.signal(db, dst);
+    }
     drop(guard);
     ctx.out.int(stored as i64);
     Ok(())

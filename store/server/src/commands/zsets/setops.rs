@@ -184,6 +184,9 @@ fn generic(ctx: &mut Ctx<'_>, args: &[&[u8]], cmd: Command<'_>) -> CmdResult {
     };
     if let Some(dst) = cmd.dst {
         let stored = store_result(guard.table(db, dst), dst, ZSet::from_entries(result), now);
+        if stored > 0 {
+            ctx.server.blocking.signal(db, dst);
+        }
         drop(guard);
         ctx.out.int(stored as i64);
         return Ok(());

@@ -114,6 +114,7 @@ fn zadd_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], base: AddFlags) -> CmdResult 
             apply_adds(&mut z, &pairs, flags, &mut tally)?;
             if !z.is_empty() {
                 table.insert(key, Value::ZSet(Box::new(z)), cairn_engine::entry::NO_EXPIRY, now);
+                ctx.server.blocking.signal(db, key);
             }
         }
     }
