@@ -283,36 +283,34 @@ pub fn mget(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     Ok(())
 }
 
-pub fn mset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+/// MSET and MSETNX: all pairs under the keys' shard locks, so the write is
+/// atomic; with `only_if_none_exist`, nothing is written if any key exists.
+fn mset_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], only_if_none_exist: bool) -> Result<bool, CmdError> {
     if args.len() % 2 == 0 {
         return Err(CmdError::WrongArity);
     }
     let pairs = &args[1..];
     let db = ctx.db();
+    let now = ctx.now_ms;
     let mut guard = ctx.server.keyspace.lock_keys(pairs.iter().step_by(2).copied());
-    for pair in pairs.chunks_exact(2) {
-        store_string(guard.table(db, pair[0]), pair[0], pair[1], ExpirySpec::None, ctx.now_ms);
+    if only_if_none_exist && pairs.iter().step_by(2).any(|k| guard.table(db, k).get(k, now).is_some()) {
+        return Ok(false);
     }
+    for pair in pairs.chunks_exact(2) {
+        store_string(guard.table(db, pair[0]), pair[0], pair[1], ExpirySpec::None, now);
+    }
+    Ok(true)
+}
+
+pub fn mset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    mset_generic(ctx, args, false)?;
     ctx.out.ok();
     Ok(())
 }
 
 pub fn msetnx(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    if args.len() % 2 == 0 {
-        return Err(CmdError::WrongArity);
-    }
-    let pairs = &args[1..];
-    let db = ctx.db();
-    let mut guard = ctx.server.keyspace.lock_keys(pairs.iter().step_by(2).copied());
-    let now = ctx.now_ms;
-    if pairs.iter().step_by(2).any(|k| guard.table(db, k).get(k, now).is_some()) {
-        ctx.out.int(0);
-        return Ok(());
-    }
-    for pair in pairs.chunks_exact(2) {
-        store_string(guard.table(db, pair[0]), pair[0], pair[1], ExpirySpec::None, now);
-    }
-    ctx.out.int(1);
+    let written = mset_generic(ctx, args, true)?;
+    ctx.out.int(i64::from(written));
     Ok(())
 }
 
