@@ -17,7 +17,12 @@ use redis_protocol::resp3::types::OwnedFrame;
 pub struct TestServer {
     pub running: Option<RunningServer>,
     pub dir: PathBuf,
+    /// Encoding limits (CONFIG SET hash-max-listpack-entries, ...) are
+    /// process-wide, so the servers of one test binary run one at a time.
+    _serial: std::sync::MutexGuard<'static, ()>,
 }
+
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 impl TestServer {
     pub fn start() -> TestServer {
@@ -25,6 +30,7 @@ impl TestServer {
     }
 
     pub fn start_with(tweak: impl FnOnce(&mut Config)) -> TestServer {
+        let serial = SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let dir = std::env::temp_dir().join(format!(
             "cairn-it-{}-{}",
             std::process::id(),
@@ -33,7 +39,7 @@ impl TestServer {
         let mut config = Config::for_tests(&dir);
         tweak(&mut config);
         let running = cairn_server::start(config, Shutdown::new()).expect("server starts");
-        TestServer { running: Some(running), dir }
+        TestServer { running: Some(running), dir, _serial: serial }
     }
 
     pub fn addr(&self) -> SocketAddr {
