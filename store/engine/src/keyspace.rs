@@ -265,11 +265,6 @@ impl MultiGuard<'_> {
         }
     }
 
-    /// The locked shard with position `pos` among the locked ones.
-    pub fn shard_at(&mut self, pos: usize) -> &mut Shard {
-        &mut self.guards[pos]
-    }
-
     pub fn len(&self) -> usize {
         self.guards.len()
     }

@@ -142,16 +142,6 @@ impl Table {
     pub fn nth_key(&self, n: usize) -> Option<&Key> {
         self.map.keys().nth(n)
     }
-
-    /// Exchanges contents with another table (SWAPDB).
-    pub fn swap(&mut self, other: &mut Table) {
-        std::mem::swap(self, other);
-    }
-
-    /// Approximate bytes used by keys and values.
-    pub fn memory_bytes(&self) -> usize {
-        self.map.iter().map(|(k, e)| k.len() + e.value.heap_bytes() + std::mem::size_of::<Entry>() + 16).sum()
-    }
 }
 
 #[cfg(test)]

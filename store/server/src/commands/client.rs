@@ -67,7 +67,7 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 fn subcommand_arity(sub: &[u8]) -> CmdError {
-    CmdError::err(format!("wrong number of arguments for 'client|{}' command", text(sub).to_ascii_lowercase()))
+    CmdError::subcommand_arity("client", sub)
 }
 
 fn on_off(arg: &[u8]) -> Result<bool, CmdError> {

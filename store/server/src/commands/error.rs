@@ -45,6 +45,13 @@ impl CmdError {
         CmdError::Message(format!("ERR {text}"))
     }
 
+    /// Redis's reply to a subcommand given the wrong number of arguments
+    /// (`'config|get'`-style name, lowercase).
+    pub fn subcommand_arity(command: &str, sub: &[u8]) -> CmdError {
+        let sub = String::from_utf8_lossy(sub).to_ascii_lowercase();
+        CmdError::Message(format!("ERR wrong number of arguments for '{command}|{sub}' command"))
+    }
+
     /// Redis's reply to an unknown subcommand of `command`.
     pub fn unknown_subcommand(command: &str, sub: &[u8]) -> CmdError {
         let sub = String::from_utf8_lossy(sub);

@@ -100,10 +100,7 @@ pub fn command(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             ],
         );
     } else if is(sub, "count") || is(sub, "getkeys") || is(sub, "help") {
-        return Err(CmdError::err(format!(
-            "wrong number of arguments for 'command|{}' command",
-            text(sub).to_ascii_lowercase()
-        )));
+        return Err(CmdError::subcommand_arity("command", sub));
     } else {
         return Err(CmdError::unknown_subcommand("command", sub));
     }
@@ -215,10 +212,7 @@ pub fn object(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     }
     if args.len() != 3 {
         if ["encoding", "freq", "idletime", "refcount"].iter().any(|s| is(sub, s)) {
-            return Err(CmdError::err(format!(
-                "wrong number of arguments for 'object|{}' command",
-                text(sub).to_ascii_lowercase()
-            )));
+            return Err(CmdError::subcommand_arity("object", sub));
         }
         return Err(CmdError::unknown_subcommand("object", sub));
     }

@@ -15,8 +15,7 @@ pub fn write_help(ctx: &mut Ctx<'_>, lines: &[&str]) {
 
 pub fn config(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let sub = args[1];
-    let sub_arity =
-        || CmdError::err(format!("wrong number of arguments for 'config|{}' command", text(sub).to_ascii_lowercase()));
+    let sub_arity = || CmdError::subcommand_arity("config", sub);
     if is(sub, "get") {
         if args.len() < 3 {
             return Err(sub_arity());

@@ -138,10 +138,7 @@ fn check_subcommand_arity(command: &str, sub: &[u8], argc: usize, arity: i32) ->
     if ok {
         Ok(())
     } else {
-        Err(CmdError::err(format!(
-            "wrong number of arguments for '{command}|{}' command",
-            text(sub).to_ascii_lowercase()
-        )))
+        Err(CmdError::subcommand_arity(command, sub))
     }
 }
 
