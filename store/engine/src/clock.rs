@@ -16,3 +16,19 @@ pub fn now_us() -> u64 {
 pub fn access_clock(now_ms: u64) -> u32 {
     (now_ms / 1000) as u32
 }
+
+/// The latest time handed out by [`monotonic_now_ms`].
+static LAST_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Wall-clock milliseconds that never go backwards across the process: a
+/// command that runs after another (on the same key) sees a time at least as
+/// late, which keeps logged times consistent with what commands saw.
+pub fn monotonic_now_ms() -> u64 {
+    use std::sync::atomic::Ordering;
+    let now = now_ms();
+    let last = LAST_MS.load(Ordering::Relaxed);
+    if now <= last {
+        return last;
+    }
+    LAST_MS.fetch_max(now, Ordering::AcqRel).max(now)
+}

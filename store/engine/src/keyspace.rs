@@ -26,7 +26,7 @@ use crate::table::Table;
 pub const DEFAULT_SHARDS: usize = 256;
 
 /// One shard: a table per database.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Shard {
     dbs: Box<[Table]>,
 }
@@ -48,11 +48,16 @@ impl Shard {
     }
 }
 
-/// A shard's data with its borrow flag (see the module comment). Opaque.
+/// A shard's data with its borrow flag (see the module comment), and the
+/// copy-on-write state of a snapshot in progress. Opaque.
 #[derive(Debug)]
 pub struct ShardCell {
     borrowed: Cell<bool>,
     shard: UnsafeCell<Shard>,
+    /// A snapshot's cut was taken and this shard was not copied yet: the
+    /// first lock copies it into `frozen` before anyone can change it.
+    freeze_pending: Cell<bool>,
+    frozen: UnsafeCell<Option<Shard>>,
 }
 
 // SAFETY: the cell is only reached through the ReentrantMutex, so one thread
@@ -68,8 +73,20 @@ pub struct ShardGuard<'a> {
 impl<'a> ShardGuard<'a> {
     fn new(lock: ReentrantMutexGuard<'a, ShardCell>) -> Self {
         assert!(!lock.borrowed.get(), "shard borrowed twice on one thread");
+        if lock.freeze_pending.get() {
+            // SAFETY: we hold the lock and no borrow is live (checked above),
+            // so reading the shard and writing the frozen slot is exclusive.
+            unsafe { *lock.frozen.get() = Some((*lock.shard.get()).clone()) };
+            lock.freeze_pending.set(false);
+        }
         lock.borrowed.set(true);
         ShardGuard { lock }
+    }
+
+    /// Takes the copy made for a snapshot, if any.
+    fn take_frozen(&mut self) -> Option<Shard> {
+        // SAFETY: this guard holds the lock; `frozen` is only touched under it.
+        unsafe { (*self.lock.frozen.get()).take() }
     }
 }
 
@@ -125,7 +142,12 @@ impl Keyspace {
         let shards = (0..num_shards)
             .map(|_| {
                 let shard = Shard { dbs: (0..num_dbs).map(|_| Table::default()).collect() };
-                Padded(ReentrantMutex::new(ShardCell { borrowed: Cell::new(false), shard: UnsafeCell::new(shard) }))
+                Padded(ReentrantMutex::new(ShardCell {
+                    borrowed: Cell::new(false),
+                    shard: UnsafeCell::new(shard),
+                    freeze_pending: Cell::new(false),
+                    frozen: UnsafeCell::new(None),
+                }))
             })
             .collect();
         Keyspace {
@@ -190,6 +212,29 @@ impl Keyspace {
         self.lock_shards((0..self.shards.len()).collect())
     }
 
+    /// Starts a consistent snapshot: with every shard locked, marks each for
+    /// copy-on-write and calls `cut` (which reads the log position the image
+    /// will include). From then on the first lock of each shard (by anyone)
+    /// copies it before it can change; [`Keyspace::take_frozen`] hands the
+    /// copies to the snapshot writer. Writers wait for at most one shard
+    /// copy each.
+    pub fn begin_freeze<T>(&self, cut: impl FnOnce() -> T) -> T {
+        let all: Vec<usize> = (0..self.shards.len()).collect();
+        let held = self.hold_shards(&all);
+        for guard in &held {
+            guard.freeze_pending.set(true);
+        }
+        let value = cut();
+        drop(held);
+        value
+    }
+
+    /// The frozen image of shard `index` (copied now if nobody did yet).
+    pub fn take_frozen(&self, index: usize) -> Shard {
+        let mut guard = self.lock(index);
+        guard.take_frozen().unwrap_or_else(|| (*guard).clone())
+    }
+
     /// Whether active expiry runs (DEBUG SET-ACTIVE-EXPIRE).
     pub fn active_expire_enabled(&self) -> bool {
         self.active_expire.load(Ordering::Relaxed)
@@ -202,6 +247,20 @@ impl Keyspace {
     /// One active-expiry pass over the shards `first, first + stride, ...`:
     /// deletes at most `budget_per_shard` due keys per shard and database.
     pub fn expire_cycle(&self, first: usize, stride: usize, now_ms: u64, budget_per_shard: usize) -> usize {
+        self.expire_cycle_with(first, stride, now_ms, budget_per_shard, &mut |_, _| {})
+    }
+
+    /// Like [`Keyspace::expire_cycle`], calling `deleted(db, key)` for each
+    /// key removed while its shard is still locked (the log records these
+    /// deletions in order with the writes to the same keys).
+    pub fn expire_cycle_with(
+        &self,
+        first: usize,
+        stride: usize,
+        now_ms: u64,
+        budget_per_shard: usize,
+        deleted: &mut dyn FnMut(usize, &[u8]),
+    ) -> usize {
         if !self.active_expire_enabled() {
             return 0;
         }
@@ -209,9 +268,9 @@ impl Keyspace {
         let mut index = first;
         while index < self.shards.len() {
             let mut shard = self.lock(index);
-            for table in shard.dbs.iter_mut() {
+            for (db, table) in shard.dbs.iter_mut().enumerate() {
                 if table.expires_len() > 0 {
-                    removed += table.expire_due(now_ms, budget_per_shard);
+                    removed += table.expire_due_with(now_ms, budget_per_shard, |key| deleted(db, key));
                 }
             }
             drop(shard);

@@ -17,8 +17,11 @@
 //! - [`clock`]: wall-clock milliseconds and the coarse access clock.
 //! - [`number`]: strict integer and float parsing/formatting with Redis's rules.
 //! - [`glob`]: Redis's glob matcher (KEYS, SCAN MATCH, CONFIG GET).
+//! - [`durability`]: the write-ahead log with group commit, snapshots,
+//!   recovery, and the storage trait crash tests plug a simulated disk into.
 
 pub mod clock;
+pub mod durability;
 pub mod entry;
 pub mod glob;
 pub mod keyspace;

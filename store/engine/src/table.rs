@@ -10,7 +10,7 @@ use crate::Key;
 
 /// A hash table of keys plus an index of their expiry times, so active expiry
 /// finds due keys without scanning.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Table {
     map: HashMap<Key, Entry>,
     expires: BTreeSet<(u64, Key)>,
@@ -119,6 +119,11 @@ impl Table {
 
     /// Deletes up to `budget` keys whose expiry is due; returns how many.
     pub fn expire_due(&mut self, now_ms: u64, budget: usize) -> usize {
+        self.expire_due_with(now_ms, budget, |_| {})
+    }
+
+    /// Like [`Table::expire_due`], calling `deleted` with each key removed.
+    pub fn expire_due_with(&mut self, now_ms: u64, budget: usize, mut deleted: impl FnMut(&[u8])) -> usize {
         let mut removed = 0;
         while removed < budget {
             let Some((at, _)) = self.expires.first() else { break };
@@ -127,6 +132,7 @@ impl Table {
             }
             if let Some((_, key)) = self.expires.pop_first() {
                 self.map.remove(&key);
+                deleted(&key);
                 removed += 1;
             }
         }

@@ -88,8 +88,9 @@ impl BlockState {
 #[derive(Debug)]
 enum Outcome {
     Waiting,
-    /// Served, timed out or unblocked: the reply to send.
-    Done(Vec<u8>),
+    /// Served, timed out or unblocked: the reply to send, and the LSN of
+    /// the write that served it (0: none).
+    Done(Vec<u8>, u64),
 }
 
 /// A blocked client.
@@ -116,11 +117,12 @@ impl Waiter {
     }
 
     /// The reply once this waiter is served, unblocked or timed out.
-    pub async fn outcome(self: &Arc<Self>, blocking: &Blocking) -> Vec<u8> {
+    /// With it, the LSN of the write that served it (0: none).
+    pub async fn outcome(self: &Arc<Self>, blocking: &Blocking) -> (Vec<u8>, u64) {
         loop {
             let notified = self.notify.notified();
-            if let Outcome::Done(reply) = &mut *self.state.lock() {
-                return std::mem::take(reply);
+            if let Outcome::Done(reply, lsn) = &mut *self.state.lock() {
+                return (std::mem::take(reply), *lsn);
             }
             if self.deadline_ms == 0 {
                 notified.await;
@@ -280,8 +282,8 @@ impl Blocking {
         if !matches!(*state, Outcome::Waiting) {
             return false;
         }
-        let Some(reply) = rerun(server, stats, waiter) else { return false };
-        *state = Outcome::Done(reply);
+        let Some((reply, lsn)) = rerun(server, stats, waiter) else { return false };
+        *state = Outcome::Done(reply, lsn);
         drop(state);
         self.unregister(waiter);
         waiter.notify.notify_one();
@@ -295,7 +297,7 @@ impl Blocking {
         if !matches!(*state, Outcome::Waiting) {
             return false;
         }
-        *state = Outcome::Done(reply);
+        *state = Outcome::Done(reply, 0);
         drop(state);
         self.unregister(waiter);
         waiter.notify.notify_one();
@@ -338,8 +340,9 @@ impl Blocking {
     }
 }
 
-/// Runs a waiter's command again on this thread; its reply if that served it.
-fn rerun(server: &Server, stats: &WorkerStats, waiter: &Waiter) -> Option<Vec<u8>> {
+/// Runs a waiter's command again on this thread; its reply (and the LSN of
+/// its logged write) if that served it.
+fn rerun(server: &Server, stats: &WorkerStats, waiter: &Waiter) -> Option<(Vec<u8>, u64)> {
     let spec = table::spec(table::lookup(&waiter.args[0])?);
     let mut client = Client::new(waiter.client.clone(), false);
     client.db = waiter.db;
@@ -350,10 +353,14 @@ fn rerun(server: &Server, stats: &WorkerStats, waiter: &Waiter) -> Option<Vec<u8
     let now_ms = cairn_engine::clock::now_ms();
     let mut ctx =
         Ctx { server, client: &mut client, out: ReplyWriter::new(&mut reply, waiter.protocol), stats, now_ms };
-    let result = (spec.handler)(&mut ctx, &args);
+    let result = match server.persistence.wal() {
+        Some(wal) if spec.flags & table::WRITE != 0 => crate::persistence::logging::execute(&mut ctx, spec, &args, wal),
+        _ => (spec.handler)(&mut ctx, &args),
+    };
     if matches!(ctx.client.block, BlockState::NotServed) {
         return None;
     }
+    let lsn = ctx.client.last_lsn;
     if let Err(e) = result {
         ctx.out.error(&e.message(spec.name));
     }
@@ -365,7 +372,7 @@ fn rerun(server: &Server, stats: &WorkerStats, waiter: &Waiter) -> Option<Vec<u8
     for key in touched.chain(waiter.keys.iter().map(Vec::as_slice)) {
         server.watches.touch(waiter.db, key);
     }
-    Some(reply)
+    Some((reply, lsn))
 }
 
 #[cfg(test)]

@@ -155,6 +155,13 @@ pub struct Client {
     pub watch_dirty: Arc<AtomicBool>,
     /// Whether blocking commands may block, and whether one did.
     pub block: crate::blocking::BlockState,
+    /// LSN of this client's last logged write: in the `sync` tier its
+    /// replies wait until this LSN is durable.
+    pub last_lsn: u64,
+    /// Inside EXEC: the commands logged so far, written as one record at the end.
+    pub txn_log: Option<Vec<(u32, Vec<Vec<u8>>)>>,
+    /// WAITAOF in progress: the connection answers once the LSN is durable.
+    pub wait_aof: Option<crate::persistence::WaitAof>,
 }
 
 impl Client {
@@ -170,6 +177,9 @@ impl Client {
             watched: Vec::new(),
             watch_dirty: Arc::new(AtomicBool::new(false)),
             block: crate::blocking::BlockState::Allowed,
+            last_lsn: 0,
+            txn_log: None,
+            wait_aof: None,
         }
     }
 

@@ -59,6 +59,23 @@ pub struct Args {
     /// Log filter (tracing `EnvFilter` syntax, e.g. `info` or `cairn_server=debug`).
     #[arg(long, env = "CAIRN_LOG_LEVEL")]
     pub log_level: Option<String>,
+    /// When a write is acknowledged: none (no log), async (before fsync; fsync
+    /// continuously), everysec (fsync once a second), sync (after the fdatasync
+    /// that covers it).
+    #[arg(long, env = "CAIRN_DURABILITY")]
+    pub durability: Option<String>,
+    /// WAL segment size in MiB (segments are preallocated and reused).
+    #[arg(long, env = "CAIRN_WAL_SEGMENT_MB")]
+    pub wal_segment_mb: Option<u64>,
+    /// Take a snapshot once the WAL has grown by this many MiB since the last one.
+    #[arg(long, env = "CAIRN_SNAPSHOT_WAL_MB")]
+    pub snapshot_wal_mb: Option<u64>,
+    /// Take a snapshot at least this often (seconds) when anything changed (0: never by time).
+    #[arg(long, env = "CAIRN_SNAPSHOT_INTERVAL")]
+    pub snapshot_interval: Option<u64>,
+    /// TESTING ONLY: never fsync (shows that the crash tests catch a server that skips fsync).
+    #[arg(long, env = "CAIRN_UNSAFE_SKIP_FSYNC", hide = true, num_args = 0..=1, default_missing_value = "true")]
+    pub unsafe_skip_fsync: Option<bool>,
 }
 
 /// The resolved configuration the server runs with.
@@ -77,6 +94,11 @@ pub struct Config {
     pub log_level: String,
     /// Where the configuration file was, if any (INFO `config_file`).
     pub config_file: Option<PathBuf>,
+    pub durability: cairn_engine::durability::Tier,
+    pub wal_segment_bytes: u64,
+    pub snapshot_wal_bytes: u64,
+    pub snapshot_interval_secs: u64,
+    pub unsafe_skip_fsync: bool,
 }
 
 impl Default for Config {
@@ -94,6 +116,11 @@ impl Default for Config {
             log_format: LogFormat::Text,
             log_level: "info".to_string(),
             config_file: None,
+            durability: cairn_engine::durability::Tier::Async,
+            wal_segment_bytes: 64 << 20,
+            snapshot_wal_bytes: 256 << 20,
+            snapshot_interval_secs: 3600,
+            unsafe_skip_fsync: false,
         }
     }
 }
@@ -117,7 +144,23 @@ impl Config {
         };
         let file = file.unwrap_or_default();
         let d = Config::default();
+        let durability = match args.durability.or(file.durability) {
+            Some(name) => name.parse().map_err(|e: cairn_engine::durability::UnknownTier| ConfigError::Invalid {
+                name: "durability",
+                reason: e.to_string(),
+            })?,
+            None => d.durability,
+        };
+        let mib = |v: Option<u64>, default: u64| v.map_or(default, |m| m.saturating_mul(1 << 20));
         let config = Config {
+            durability,
+            wal_segment_bytes: mib(args.wal_segment_mb.or(file.wal_segment_mb), d.wal_segment_bytes),
+            snapshot_wal_bytes: mib(args.snapshot_wal_mb.or(file.snapshot_wal_mb), d.snapshot_wal_bytes),
+            snapshot_interval_secs: args
+                .snapshot_interval
+                .or(file.snapshot_interval)
+                .unwrap_or(d.snapshot_interval_secs),
+            unsafe_skip_fsync: args.unsafe_skip_fsync.or(file.unsafe_skip_fsync).unwrap_or(false),
             port: args.port.or(file.port).unwrap_or(d.port),
             bind: args.bind.or(file.bind).unwrap_or(d.bind),
             threads: args.threads.or(file.threads),
@@ -149,6 +192,12 @@ impl Config {
         if self.maxclients == 0 {
             return invalid("maxclients", "must be at least 1");
         }
+        if self.wal_segment_bytes < 1 << 20 || self.wal_segment_bytes > 1 << 40 {
+            return invalid("wal-segment-mb", "must be between 1 and 1048576");
+        }
+        if self.snapshot_wal_bytes == 0 {
+            return invalid("snapshot-wal-mb", "must be at least 1");
+        }
         if let Some(cpus) = &self.cpus {
             crate::cpus::parse_cpu_list(cpus)
                 .map_err(|e| ConfigError::Invalid { name: "cpus", reason: e.to_string() })?;
@@ -159,7 +208,13 @@ impl Config {
     /// A configuration for tests: an ephemeral port on loopback, one worker,
     /// and the given data directory.
     pub fn for_tests(data_dir: &Path) -> Config {
-        Config { port: 0, threads: Some(1), data_dir: data_dir.to_path_buf(), ..Config::default() }
+        Config {
+            port: 0,
+            threads: Some(1),
+            data_dir: data_dir.to_path_buf(),
+            wal_segment_bytes: 1 << 20,
+            ..Config::default()
+        }
     }
 }
 

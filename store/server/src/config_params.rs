@@ -62,6 +62,7 @@ pub const PARAMS: &[Param] = &[
     p("appendonly", Kind::Fixed, "no", true),
     p("appendfsync", Kind::Fixed, "everysec", true),
     p("appendfilename", Kind::Str, "appendonly.aof", false),
+    p("durability", Kind::Fixed, "async", false),
     p("dbfilename", Kind::Str, "dump.rdb", true),
     p("databases", Kind::Int { min: 1, max: 10_000 }, "16", false),
     p("maxclients", Kind::Int { min: 1, max: INT_MAX }, "10000", true),
@@ -197,6 +198,14 @@ impl RuntimeConfig {
         values.insert("bind", config.bind.clone());
         values.insert("dir", config.data_dir.display().to_string());
         values.insert("requirepass", config.requirepass.clone().unwrap_or_default());
+        // The durability tier as Redis's settings name it: `sync` is
+        // `appendfsync always`; `async` (fsync continuously, reply before it)
+        // and `everysec` both lose at most about a second, as `everysec` does.
+        let tier = config.durability;
+        values.insert("appendonly", if tier.logs() { "yes" } else { "no" }.to_string());
+        let fsync = if tier == cairn_engine::durability::Tier::Sync { "always" } else { "everysec" };
+        values.insert("appendfsync", fsync.to_string());
+        values.insert("durability", tier.to_string());
         let rc = RuntimeConfig {
             values: RwLock::new(BTreeMap::new()),
             proto_max_bulk_len: AtomicUsize::new(0),

@@ -107,15 +107,28 @@ async fn connection_loop(
         }
         let consumed = execute_batch(server, client, stats, &input, &mut argv, &mut output);
         input.drain(..consumed);
+        if !await_durable(server, client.last_lsn).await {
+            return Ok(());
+        }
         if !output.is_empty() {
             stream.write_all(&output).await?;
             stats.net_output_bytes.add(output.len() as u64);
             output.clear();
         }
+        if let Some(wait) = client.wait_aof.take() {
+            let reply = crate::persistence::waitaof::wait(server, &wait, client.protocol).await;
+            stream.write_all(&reply).await?;
+            stats.net_output_bytes.add(reply.len() as u64);
+            unblocked = true;
+            continue;
+        }
         if let BlockState::Blocked(waiter) = std::mem::take(&mut client.block) {
-            let Some(reply) = wait_unblocked(server, stream, killed.as_mut(), &waiter, &mut input).await? else {
+            let Some((reply, lsn)) = wait_unblocked(server, stream, killed.as_mut(), &waiter, &mut input).await? else {
                 return Ok(());
             };
+            if !await_durable(server, lsn).await {
+                return Ok(());
+            }
             stream.write_all(&reply).await?;
             stats.net_output_bytes.add(reply.len() as u64);
             unblocked = true;
@@ -135,6 +148,26 @@ async fn connection_loop(
         }
         shrink_if_idle(&mut input);
         shrink_if_idle(&mut output);
+    }
+}
+
+/// In the `sync` tier, waits until this client's last write is durable
+/// before its replies go out. False when the log failed: the connection is
+/// closed without the replies, since the writes will never be durable.
+async fn await_durable(server: &Server, lsn: u64) -> bool {
+    let p = &server.persistence;
+    if p.tier != cairn_engine::durability::Tier::Sync || lsn == 0 {
+        return true;
+    }
+    if p.wal().is_some_and(|w| w.durable_lsn() >= lsn) {
+        return true;
+    }
+    match p.wait_durable(lsn).await {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::error!(error = %e, "closing a client whose writes cannot be made durable");
+            false
+        }
     }
 }
 
@@ -159,7 +192,7 @@ async fn wait_unblocked(
     mut killed: Pin<&mut impl Future<Output = ()>>,
     waiter: &Arc<Waiter>,
     input: &mut Vec<u8>,
-) -> Result<Option<Vec<u8>>, ConnectionEnd> {
+) -> Result<Option<(Vec<u8>, u64)>, ConnectionEnd> {
     let mut outcome = std::pin::pin!(waiter.outcome(&server.blocking));
     loop {
         let read = tokio::select! {
@@ -223,7 +256,7 @@ fn execute_batch(
                 }
                 spare = recycle(args);
                 pos += consumed;
-                if matches!(ctx.client.block, BlockState::Blocked(_)) {
+                if matches!(ctx.client.block, BlockState::Blocked(_)) || ctx.client.wait_aof.is_some() {
                     break;
                 }
             }

@@ -16,6 +16,8 @@
 //! - [`server`]: the state all workers share; [`stats`]: per-worker counters.
 //! - [`watch`]: WATCH bookkeeping (who watches which key).
 //! - [`shutdown`]: the signal that stops every worker.
+//! - [`persistence`]: durability tiers, logging every write, durable acks,
+//!   snapshots and recovery (over the engine's `durability` module).
 //!
 //! Tests start a server in-process with [`start`] on an ephemeral port; the
 //! binary calls [`run`].
@@ -28,6 +30,7 @@ pub mod config_params;
 pub mod connection;
 pub mod cpus;
 pub mod listener;
+pub mod persistence;
 pub mod server;
 pub mod shutdown;
 pub mod stats;
@@ -53,6 +56,8 @@ pub enum StartError {
     DataDir { path: String, source: std::io::Error },
     #[error("cannot start worker thread: {0}")]
     Thread(std::io::Error),
+    #[error("recovery failed: {0}")]
+    Recovery(#[from] persistence::recover::RecoverError),
 }
 
 /// A started server.
@@ -71,13 +76,15 @@ impl RunningServer {
         self.join();
     }
 
-    /// Waits until the workers stop (after the shutdown signal).
+    /// Waits until the workers stop (after the shutdown signal), then
+    /// syncs and closes the log (or saves a snapshot in the `none` tier).
     pub fn join(self) {
         for thread in self.threads {
             if thread.join().is_err() {
                 tracing::error!("a worker thread panicked");
             }
         }
+        self.server.persistence.close(&self.server.keyspace, true);
     }
 }
 
@@ -99,6 +106,30 @@ pub fn start(config: Config, shutdown: Shutdown) -> Result<RunningServer, StartE
                 return Err(StartError::Thread(e));
             }
         }
+    }
+    let recovered = match persistence::recover::recover(&server) {
+        Ok(r) => r,
+        Err(e) => {
+            server.shutdown.trigger();
+            for t in threads {
+                let _ = t.join();
+            }
+            return Err(e.into());
+        }
+    };
+    server.persistence.loading.store(false, std::sync::atomic::Ordering::Release);
+    tracing::info!(
+        snapshot_lsn = recovered.snapshot_lsn,
+        snapshot_records = recovered.snapshot_records,
+        log_records = recovered.log.records_replayed,
+        replay_errors = recovered.replay_errors,
+        seconds = recovered.seconds,
+        durability = %server.persistence.tier,
+        "recovery finished"
+    );
+    match persistence::snapshot::spawn_scheduler(server.clone()) {
+        Ok(t) => threads.push(t),
+        Err(e) => return Err(StartError::Thread(e)),
     }
     tracing::info!(
         %addr,

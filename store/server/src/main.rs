@@ -7,6 +7,9 @@ use cairn_server::{Args, Config, Shutdown};
 use clap::Parser;
 
 fn main() -> anyhow::Result<()> {
+    if std::env::args().nth(1).as_deref() == Some("check") {
+        return check(CheckArgs::parse_from(std::env::args().skip(1)));
+    }
     let config = Config::resolve(Args::parse()).context("invalid configuration")?;
     init_logging(&config)?;
     let shutdown = Shutdown::new();
@@ -15,6 +18,37 @@ fn main() -> anyhow::Result<()> {
     tracing::info!("shutting down");
     running.stop();
     tracing::info!("bye");
+    Ok(())
+}
+
+/// `cairn check DATA_DIR`: verify snapshots and the write-ahead log.
+#[derive(Debug, Parser)]
+#[command(name = "cairn check", about = "Verify (and optionally repair) a Cairn data directory")]
+struct CheckArgs {
+    /// The data directory to check.
+    data_dir: std::path::PathBuf,
+    /// Truncate the log at the first corruption (loses what follows it).
+    #[arg(long)]
+    repair: bool,
+    /// Confirms --repair.
+    #[arg(long)]
+    yes_truncate: bool,
+}
+
+fn check(args: CheckArgs) -> anyhow::Result<()> {
+    if args.repair && !args.yes_truncate {
+        anyhow::bail!(
+            "--repair truncates the log at the first corruption and loses what follows; add --yes-truncate to confirm"
+        );
+    }
+    if !args.data_dir.is_dir() {
+        anyhow::bail!("{} is not a directory", args.data_dir.display());
+    }
+    let report = cairn_server::persistence::check::check(&args.data_dir, args.repair);
+    print!("{}", report.text);
+    if !report.healthy {
+        std::process::exit(1);
+    }
     Ok(())
 }
 

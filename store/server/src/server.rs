@@ -38,6 +38,8 @@ pub struct Server {
     /// Unix seconds of the last successful save (LASTSAVE).
     pub last_save_secs: std::sync::atomic::AtomicU64,
     ops_sampler: Mutex<OpsSampler>,
+    /// Durability: the tier, the log, snapshots, recovery state.
+    pub persistence: crate::persistence::Persistence,
 }
 
 /// instantaneous_ops_per_sec: the mean rate over the last 16 samples, as Redis.
@@ -51,6 +53,18 @@ struct OpsSampler {
 
 impl Server {
     pub fn new(config: Config, port: u16, num_workers: usize, shutdown: Shutdown) -> Server {
+        let persistence = crate::persistence::Persistence::new(&config);
+        Server::with_persistence(config, port, num_workers, shutdown, persistence)
+    }
+
+    /// A server over the given persistence (tests pass a simulated disk).
+    pub fn with_persistence(
+        config: Config,
+        port: u16,
+        num_workers: usize,
+        shutdown: Shutdown,
+        persistence: crate::persistence::Persistence,
+    ) -> Server {
         let num_commands = crate::commands::table::count();
         let started_ms = cairn_engine::clock::now_ms();
         Server {
@@ -68,6 +82,7 @@ impl Server {
             stats_baseline: Mutex::new(Totals::default()),
             last_save_secs: std::sync::atomic::AtomicU64::new(started_ms / 1000),
             ops_sampler: Mutex::new(OpsSampler { last_ms: started_ms, ..OpsSampler::default() }),
+            persistence,
             config,
         }
     }

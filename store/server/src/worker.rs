@@ -81,8 +81,20 @@ async fn housekeeping(server: Arc<Server>, index: usize) {
             _ = server.shutdown.wait() => return,
             _ = tick.tick() => {}
         }
-        let now = cairn_engine::clock::now_ms();
-        let expired = server.keyspace.expire_cycle(index, workers, now, EXPIRE_BUDGET_PER_SHARD);
+        if server.persistence.is_loading() {
+            continue;
+        }
+        let now = cairn_engine::clock::monotonic_now_ms();
+        let expired = match server.persistence.wal() {
+            // Deletions by expiry are logged (as DEL, under the shard lock), so
+            // replay never depends on when the expiry cycle happened to run.
+            Some(wal) => {
+                server.keyspace.expire_cycle_with(index, workers, now, EXPIRE_BUDGET_PER_SHARD, &mut |db, key| {
+                    let _ = wal.append_command(now, db as u32, &[b"DEL", key]);
+                })
+            }
+            None => server.keyspace.expire_cycle(index, workers, now, EXPIRE_BUDGET_PER_SHARD),
+        };
         stats.expired_keys.add(expired as u64);
         if index == 0 {
             server.sample_ops();

@@ -40,7 +40,8 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         tracing::warn!(target: "cairn::debug", "DEBUG LOG: {}", text(args[2]));
         ctx.out.ok();
     } else if is(sub, "reload") || is(sub, "loadaof") {
-        return Err(CmdError::Static("ERR DEBUG RELOAD needs persistence, which arrives with the write-ahead log"));
+        crate::persistence::snapshot::reload(ctx.server, is(sub, "loadaof")).map_err(CmdError::err)?;
+        ctx.out.ok();
     } else if is(sub, "help") {
         super::server_admin::write_help(
             ctx,

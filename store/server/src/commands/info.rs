@@ -170,20 +170,47 @@ fn memory_section(server: &Server, out: &mut String) -> &'static str {
 }
 
 fn persistence_section(server: &Server, out: &mut String) -> &'static str {
-    field!(out, "loading", 0);
+    let p = &server.persistence;
+    let snap = &p.snapshot;
+    let wal = p.wal();
+    let ok = |b: bool| if b { "ok" } else { "err" };
+    field!(out, "loading", u8::from(p.is_loading()));
     field!(out, "async_loading", 0);
     field!(out, "current_cow_peak", 0);
-    field!(out, "rdb_changes_since_last_save", 0);
-    field!(out, "rdb_bgsave_in_progress", 0);
+    let changes = wal.map_or(0, |w| w.last_lsn().saturating_sub(snap.last_lsn.load(Ordering::Relaxed)));
+    field!(out, "rdb_changes_since_last_save", changes);
+    field!(out, "rdb_bgsave_in_progress", u8::from(snap.in_progress.load(Ordering::Relaxed)));
     field!(out, "rdb_last_save_time", server.last_save_secs.load(Ordering::Relaxed));
-    field!(out, "rdb_last_bgsave_status", "ok");
-    field!(out, "rdb_saves", 0);
-    field!(out, "aof_enabled", 0);
+    field!(out, "rdb_last_bgsave_status", ok(snap.last_ok.load(Ordering::Relaxed)));
+    field!(out, "rdb_last_bgsave_time_sec", snap.last_duration_ms.load(Ordering::Relaxed) / 1000);
+    field!(out, "rdb_saves", snap.saves.load(Ordering::Relaxed));
+    field!(out, "aof_enabled", u8::from(wal.is_some()));
     field!(out, "aof_rewrite_in_progress", 0);
     field!(out, "aof_rewrite_scheduled", 0);
-    field!(out, "aof_last_write_status", "ok");
+    field!(out, "aof_last_write_status", ok(wal.is_none_or(|w| w.check_writable().is_ok())));
     field!(out, "aof_delayed_fsync", 0);
-    field!(out, "cairn_durability", "none");
+    field!(out, "cairn_durability", p.tier);
+    if let Some(w) = wal {
+        let s = w.stats();
+        let fsyncs = s.fsyncs.load(Ordering::Relaxed);
+        field!(out, "cairn_last_lsn", w.last_lsn());
+        field!(out, "cairn_written_lsn", w.written_lsn());
+        field!(out, "cairn_durable_lsn", w.durable_lsn());
+        field!(out, "cairn_fsyncs", fsyncs);
+        field!(out, "cairn_fsync_failures", s.fsync_failures.load(Ordering::Relaxed));
+        field!(out, "cairn_last_fsync_us", s.last_fsync_micros.load(Ordering::Relaxed));
+        field!(out, "cairn_avg_fsync_us", s.fsync_micros_total.load(Ordering::Relaxed) / fsyncs.max(1));
+        field!(out, "cairn_last_group_size", s.last_group_records.load(Ordering::Relaxed));
+        field!(out, "cairn_avg_group_size", s.group_records_total.load(Ordering::Relaxed) / fsyncs.max(1));
+        field!(out, "cairn_wal_bytes", s.bytes_written.load(Ordering::Relaxed));
+        field!(out, "cairn_wal_segments", w.segment_count());
+        if let Some(message) = w.health_message() {
+            field!(out, "cairn_wal_error", message.replace(['\r', '\n'], " "));
+        }
+    }
+    field!(out, "cairn_snapshot_lsn", snap.last_lsn.load(Ordering::Relaxed));
+    field!(out, "cairn_snapshot_bytes", snap.last_bytes.load(Ordering::Relaxed));
+    field!(out, "cairn_recovered_records", p.recovery_records.load(Ordering::Relaxed));
     "Persistence"
 }
 

@@ -13,7 +13,7 @@ use cairn_engine::types::List;
 use cairn_engine::{Table, Value};
 use cairn_protocol::ReplyWriter;
 
-use super::table::{c, CommandSpec, F, K1, K12, NONE, R, W};
+use super::table::{c, CommandSpec, F, K1, K12, MOVABLE, NONE, R, W};
 use super::{int_arg, is, CmdError, CmdResult, Ctx};
 use crate::blocking::deadline;
 
@@ -33,14 +33,14 @@ pub static COMMANDS: &[CommandSpec] = &[
     c("lrem", 4, W, K1, lrem),
     c("lpop", -2, W | F, K1, lpop),
     c("rpop", -2, W | F, K1, rpop),
-    c("lmpop", -4, W, NONE, lmpop),
+    c("lmpop", -4, W | MOVABLE, NONE, lmpop),
     c("lmove", 5, W, K12, lmove),
     c("rpoplpush", 3, W, K12, rpoplpush),
     c("blpop", -3, W, (1, -2, 1), blpop),
     c("brpop", -3, W, (1, -2, 1), brpop),
     c("blmove", 6, W, K12, blmove),
     c("brpoplpush", 4, W, K12, brpoplpush),
-    c("blmpop", -5, W, NONE, blmpop),
+    c("blmpop", -5, W | MOVABLE, NONE, blmpop),
 ];
 
 /// An end of a list.

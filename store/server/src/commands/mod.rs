@@ -85,9 +85,17 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
             return;
         }
     }
+    if spec.flags & table::LOADING_OK == 0 && ctx.server.persistence.is_loading() {
+        ctx.out.error("LOADING Cairn is loading the dataset in memory");
+        record_error(ctx);
+        return;
+    }
     let reply_start = ctx.out.buffer().len();
     let started = Instant::now();
-    let result = (spec.handler)(ctx, args);
+    let result = match ctx.server.persistence.wal() {
+        Some(wal) if spec.flags & table::WRITE != 0 => crate::persistence::logging::execute(ctx, spec, args, wal),
+        _ => (spec.handler)(ctx, args),
+    };
     counters.usec.add(started.elapsed().as_micros() as u64);
     counters.calls.add(1);
     ctx.stats.commands.add(1);

@@ -186,8 +186,37 @@ pub fn lastsave(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     Ok(())
 }
 
-pub fn save(_ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
-    Err(CmdError::Static("ERR Cairn has no snapshots yet: persistence arrives with the write-ahead log"))
+/// SAVE: a snapshot now, on this connection's worker.
+pub fn save(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
+    if ctx.client.multi.is_some() || ctx.client.txn_log.is_some() {
+        return Err(CmdError::Static("ERR Command not allowed inside a transaction"));
+    }
+    crate::persistence::snapshot::take(&ctx.server.persistence, &ctx.server.keyspace).map_err(CmdError::err)?;
+    ctx.server.last_save_secs.store(cairn_engine::clock::now_ms() / 1000, std::sync::atomic::Ordering::Relaxed);
+    ctx.out.ok();
+    Ok(())
+}
+
+/// BGSAVE [SCHEDULE] and BGREWRITEAOF: a snapshot on the background thread
+/// (a snapshot is Cairn's log rewrite: it lets old segments be recycled).
+pub fn bgsave(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    if args.len() > 2 || (args.len() == 2 && !is(args[1], "schedule")) {
+        return Err(CmdError::Syntax);
+    }
+    let p = &ctx.server.persistence;
+    let rewrite = is(args[0], "bgrewriteaof");
+    if p.snapshot.in_progress.load(std::sync::atomic::Ordering::Acquire) && args.len() == 1 && !rewrite {
+        return Err(CmdError::Static("ERR Background save already in progress"));
+    }
+    p.snapshot_requested.store(true, std::sync::atomic::Ordering::Release);
+    if rewrite {
+        ctx.out.simple("Background append only file rewriting started");
+    } else if args.len() == 2 {
+        ctx.out.simple("Background saving scheduled");
+    } else {
+        ctx.out.simple("Background saving started");
+    }
+    Ok(())
 }
 
 /// FUNCTION: Cairn has no scripting engine; FLUSH and LIST answer as an

@@ -29,7 +29,7 @@ use cairn_engine::types::Stream;
 use cairn_engine::{Table, Value};
 use cairn_protocol::ReplyWriter;
 
-use super::table::{c, CommandSpec, F, K1, NONE, R, W};
+use super::table::{c, CommandSpec, F, K1, MOVABLE, NONE, R, W};
 use super::{text, CmdError, CmdResult, Ctx};
 
 /// XREAD and XREADGROUP name their keys after `STREAMS`, which the table
@@ -50,7 +50,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     c("xrange", -4, R, K1, range::xrange),
     c("xrevrange", -4, R, K1, range::xrevrange),
     c("xread", -4, R, KSTREAMS, read::xread),
-    c("xreadgroup", -7, W, KSTREAMS, read::xreadgroup),
+    c("xreadgroup", -7, W | MOVABLE, KSTREAMS, read::xreadgroup),
     c("xgroup", -2, W, K2, groups::xgroup),
     c("xack", -4, W | F, K1, pending::xack),
     c("xpending", -3, R, K1, pending::xpending),

@@ -8,7 +8,7 @@ use super::{
     strings, transactions, zsets, Handler,
 };
 
-/// Modifies the keyspace (the write-ahead log will hook on this flag).
+/// Modifies the keyspace: the write-ahead log records every command with this flag.
 pub const WRITE: u32 = 1;
 /// Reads the keyspace only.
 pub const READONLY: u32 = 1 << 1;
@@ -20,6 +20,11 @@ pub const NO_AUTH: u32 = 1 << 3;
 pub const ADMIN: u32 = 1 << 4;
 /// Runs at once inside MULTI instead of being queued (EXEC, DISCARD, ...).
 pub const TXN_CONTROL: u32 = 1 << 5;
+/// Its keys are not all at the declared positions (a key count argument,
+/// STREAMS ...): the write path holds every shard for it.
+pub const MOVABLE: u32 = 1 << 6;
+/// Allowed while the dataset is loading (Redis's `loading` flag).
+pub const LOADING_OK: u32 = 1 << 7;
 
 /// One command.
 #[derive(Debug)]
@@ -76,30 +81,32 @@ pub const F: u32 = FAST;
 pub static CORE: &[CommandSpec] = &[
     // connection
     c("ping", -1, F, NONE, connection::ping),
-    c("echo", 2, F, NONE, connection::echo),
-    c("hello", -1, F | NO_AUTH, NONE, connection::hello),
-    c("auth", -2, F | NO_AUTH, NONE, connection::auth),
-    c("select", 2, F, NONE, connection::select),
-    c("quit", -1, F | NO_AUTH | TXN_CONTROL, NONE, connection::quit),
-    c("reset", 1, F | NO_AUTH | TXN_CONTROL, NONE, connection::reset),
-    c("client", -2, 0, NONE, client::client),
+    c("echo", 2, F | LOADING_OK, NONE, connection::echo),
+    c("hello", -1, F | NO_AUTH | LOADING_OK, NONE, connection::hello),
+    c("auth", -2, F | NO_AUTH | LOADING_OK, NONE, connection::auth),
+    c("select", 2, F | LOADING_OK, NONE, connection::select),
+    c("quit", -1, F | NO_AUTH | TXN_CONTROL | LOADING_OK, NONE, connection::quit),
+    c("reset", 1, F | NO_AUTH | TXN_CONTROL | LOADING_OK, NONE, connection::reset),
+    c("client", -2, LOADING_OK, NONE, client::client),
     // server
-    c("command", -1, 0, NONE, introspection::command),
-    c("config", -2, ADMIN, NONE, server_admin::config),
-    c("info", -1, 0, NONE, info::info),
+    c("command", -1, LOADING_OK, NONE, introspection::command),
+    c("config", -2, ADMIN | LOADING_OK, NONE, server_admin::config),
+    c("info", -1, LOADING_OK, NONE, info::info),
     c("dbsize", 1, R | F, NONE, server_admin::dbsize),
     c("flushdb", -1, W, NONE, server_admin::flushdb),
     c("flushall", -1, W, NONE, server_admin::flushall),
     c("swapdb", 3, W | F, NONE, server_admin::swapdb),
-    c("time", 1, F, NONE, server_admin::time),
-    c("lastsave", 1, F, NONE, server_admin::lastsave),
-    c("debug", -2, ADMIN, NONE, debug::debug),
+    c("time", 1, F | LOADING_OK, NONE, server_admin::time),
+    c("lastsave", 1, F | LOADING_OK, NONE, server_admin::lastsave),
+    c("debug", -2, ADMIN | LOADING_OK, NONE, debug::debug),
     c("object", -2, R, (2, 2, 1), introspection::object),
     c("memory", -2, R, NONE, introspection::memory),
     c("save", 1, ADMIN, NONE, server_admin::save),
     c("function", -2, 0, NONE, server_admin::function),
-    c("shutdown", -1, ADMIN, NONE, server_admin::shutdown),
-    c("bgsave", -1, ADMIN, NONE, server_admin::save),
+    c("shutdown", -1, ADMIN | LOADING_OK, NONE, server_admin::shutdown),
+    c("bgsave", -1, ADMIN, NONE, server_admin::bgsave),
+    c("bgrewriteaof", 1, ADMIN, NONE, server_admin::bgsave),
+    c("waitaof", 4, 0, NONE, crate::persistence::waitaof::waitaof),
     // keys
     c("del", -2, W, KALL, keys::del),
     c("unlink", -2, W | F, KALL, keys::del),
@@ -217,6 +224,35 @@ mod tests {
         assert_eq!(lookup(b"GeT").map(|i| spec(i).name), Some("get"));
         assert_eq!(lookup(b"nosuchcommand"), None);
         assert_eq!(index().len(), all().len(), "duplicate command name");
+    }
+
+    /// Every command Redis flags `write` is flagged WRITE here (so the log
+    /// records it), and the other way round; write commands whose keys
+    /// Redis calls movable are flagged MOVABLE (so all their shards are held).
+    #[test]
+    fn write_and_movable_flags_match_redis() {
+        let meta: serde_json::Value =
+            serde_json::from_str(include_str!("redis_meta.json")).expect("redis_meta.json parses");
+        for spec in all() {
+            let Some(entry) = meta.get(spec.name) else { continue };
+            let flags = &entry[0][2];
+            let flags =
+                flags.get("~+").or_else(|| flags.get("~")).and_then(|f| f.as_array()).cloned().unwrap_or_default();
+            let has = |f: &str| flags.iter().any(|v| v.as_str() == Some(f));
+            if spec.name == "xgroup" {
+                continue; // a container: Redis flags its subcommands
+            }
+            assert_eq!(has("write"), spec.flags & WRITE != 0, "WRITE flag of {}", spec.name);
+            if has("write") && has("movablekeys") {
+                assert!(spec.flags & MOVABLE != 0, "{} has movable keys", spec.name);
+            }
+            assert_eq!(
+                has("loading"),
+                spec.flags & LOADING_OK != 0 && spec.name != "client" && spec.name != "config",
+                "LOADING_OK flag of {}",
+                spec.name
+            );
+        }
     }
 
     #[test]

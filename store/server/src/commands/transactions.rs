@@ -10,16 +10,16 @@
 
 use std::sync::atomic::Ordering;
 
-use super::table::{c, lookup, spec, CommandSpec, F, NONE, R, TXN_CONTROL};
+use super::table::{c, lookup, spec, CommandSpec, F, LOADING_OK, MOVABLE, NONE, R, TXN_CONTROL};
 use super::{dispatch, CmdError, CmdResult, Ctx};
 use crate::client::MultiState;
 
 pub static COMMANDS: &[CommandSpec] = &[
-    c("multi", 1, F | TXN_CONTROL, NONE, multi),
-    c("exec", 1, TXN_CONTROL, NONE, exec),
-    c("discard", 1, F | TXN_CONTROL, NONE, discard),
-    c("watch", -2, F | TXN_CONTROL, (1, -1, 1), watch),
-    c("unwatch", 1, F, NONE, unwatch),
+    c("multi", 1, F | TXN_CONTROL | LOADING_OK, NONE, multi),
+    c("exec", 1, TXN_CONTROL | LOADING_OK, NONE, exec),
+    c("discard", 1, F | TXN_CONTROL | LOADING_OK, NONE, discard),
+    c("watch", -2, F | TXN_CONTROL | LOADING_OK, (1, -1, 1), watch),
+    c("unwatch", 1, F | LOADING_OK, NONE, unwatch),
 ];
 
 pub fn multi(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
@@ -100,10 +100,25 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     ctx.out.array(state.queued.len());
     // Blocking commands act as their non-blocking forms inside a transaction.
     let block = std::mem::replace(&mut ctx.client.block, crate::blocking::BlockState::Denied);
+    // One clock for the whole transaction, read with its shards held; its
+    // writes are logged as one record (see persistence::logging).
+    ctx.now_ms = cairn_engine::clock::monotonic_now_ms();
+    let wal = ctx.server.persistence.wal();
+    if wal.is_some() {
+        ctx.client.txn_log = Some(Vec::new());
+    }
     for queued in &state.queued {
         let args: Vec<&[u8]> = queued.iter().map(Vec::as_slice).collect();
-        ctx.now_ms = cairn_engine::clock::now_ms();
         dispatch(ctx, &args);
+    }
+    let logged = ctx.client.txn_log.take().unwrap_or_default();
+    if let Some(wal) = wal {
+        if let Err(e) = crate::persistence::logging::log_transaction(ctx, wal, logged) {
+            // The writes ran but cannot be made durable: the log now refuses
+            // writes; the client must not take the replies as durable.
+            tracing::error!(error = %e, "a transaction could not be logged");
+            ctx.client.close_after_reply = true;
+        }
     }
     ctx.client.block = block;
     drop(held);
@@ -119,7 +134,8 @@ fn shards_for(ctx: &Ctx<'_>, state: &MultiState) -> Vec<usize> {
     for queued in &state.queued {
         let Some(index) = lookup(&queued[0]) else { continue };
         let positions = spec(index).key_positions(queued.len());
-        if positions.is_empty() && spec(index).flags & (super::table::WRITE | R) != 0 {
+        let undeclared = positions.is_empty() || spec(index).flags & MOVABLE != 0;
+        if undeclared && spec(index).flags & (super::table::WRITE | R) != 0 {
             return (0..keyspace.num_shards()).collect();
         }
         shards.extend(positions.into_iter().map(|p| keyspace.shard_of(&queued[p])));

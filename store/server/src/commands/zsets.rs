@@ -28,7 +28,7 @@ use cairn_engine::types::ZSet;
 use cairn_engine::{Table, Value};
 use cairn_protocol::ReplyWriter;
 
-use super::table::{c, CommandSpec, F, K1, K12, NONE, R, W};
+use super::table::{c, CommandSpec, F, K1, K12, MOVABLE, NONE, R, W};
 use super::CmdError;
 
 /// This family's commands (joined into the command table).
@@ -57,16 +57,16 @@ pub static COMMANDS: &[CommandSpec] = &[
     c("zunion", -3, R, NONE, setops::zunion),
     c("zinter", -3, R, NONE, setops::zinter),
     c("zdiff", -3, R, NONE, setops::zdiff),
-    c("zunionstore", -4, W, K1, setops::zunionstore),
-    c("zinterstore", -4, W, K1, setops::zinterstore),
-    c("zdiffstore", -4, W, K1, setops::zdiffstore),
+    c("zunionstore", -4, W | MOVABLE, K1, setops::zunionstore),
+    c("zinterstore", -4, W | MOVABLE, K1, setops::zinterstore),
+    c("zdiffstore", -4, W | MOVABLE, K1, setops::zdiffstore),
     c("zintercard", -3, R, NONE, setops::zintercard),
     c("zpopmin", -2, W | F, K1, pop::zpopmin),
     c("zpopmax", -2, W | F, K1, pop::zpopmax),
-    c("zmpop", -4, W, NONE, pop::zmpop),
+    c("zmpop", -4, W | MOVABLE, NONE, pop::zmpop),
     c("bzpopmin", -3, W | F, (1, -2, 1), pop::bzpopmin),
     c("bzpopmax", -3, W | F, (1, -2, 1), pop::bzpopmax),
-    c("bzmpop", -5, W, NONE, pop::bzmpop),
+    c("bzmpop", -5, W | MOVABLE, NONE, pop::bzmpop),
     c("zrandmember", -2, R, K1, random::zrandmember),
 ];
 

@@ -1,0 +1,78 @@
+//! Counters of the write-ahead log, read by INFO and the metrics endpoint.
+//! Written by the syncer only (relaxed atomics; readers may see a mix of
+//! neighbouring rounds, never a torn value).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Log2 buckets: fsync latency in µs (bucket i holds values < 2^i µs) and
+/// group sizes in records (bucket i holds sizes < 2^i).
+pub const BUCKETS: usize = 28;
+
+#[derive(Debug)]
+pub struct WalStats {
+    pub bytes_written: AtomicU64,
+    pub records_written: AtomicU64,
+    pub fsyncs: AtomicU64,
+    pub fsync_failures: AtomicU64,
+    pub fsync_micros_total: AtomicU64,
+    pub last_fsync_micros: AtomicU64,
+    pub last_group_records: AtomicU64,
+    pub fsync_micros_buckets: [AtomicU64; BUCKETS],
+    pub group_size_buckets: [AtomicU64; BUCKETS],
+    pub group_records_total: AtomicU64,
+}
+
+impl Default for WalStats {
+    fn default() -> Self {
+        WalStats {
+            bytes_written: AtomicU64::new(0),
+            records_written: AtomicU64::new(0),
+            fsyncs: AtomicU64::new(0),
+            fsync_failures: AtomicU64::new(0),
+            fsync_micros_total: AtomicU64::new(0),
+            last_fsync_micros: AtomicU64::new(0),
+            last_group_records: AtomicU64::new(0),
+            fsync_micros_buckets: std::array::from_fn(|_| AtomicU64::new(0)),
+            group_size_buckets: std::array::from_fn(|_| AtomicU64::new(0)),
+            group_records_total: AtomicU64::new(0),
+        }
+    }
+}
+
+/// The bucket of `v`: the number of bits it needs, capped.
+pub fn bucket(v: u64) -> usize {
+    ((64 - v.leading_zeros()) as usize).min(BUCKETS - 1)
+}
+
+/// Upper bound (exclusive) of bucket `i`.
+pub fn bucket_upper(i: usize) -> u64 {
+    1u64 << i
+}
+
+impl WalStats {
+    pub fn record_write(&self, bytes: u64, records: u64) {
+        self.bytes_written.fetch_add(bytes, Ordering::Relaxed);
+        self.records_written.fetch_add(records, Ordering::Relaxed);
+    }
+
+    pub fn record_sync(&self, took: Duration, group: u64) {
+        let micros = took.as_micros() as u64;
+        self.fsyncs.fetch_add(1, Ordering::Relaxed);
+        self.fsync_micros_total.fetch_add(micros, Ordering::Relaxed);
+        self.last_fsync_micros.store(micros, Ordering::Relaxed);
+        self.last_group_records.store(group, Ordering::Relaxed);
+        self.group_records_total.fetch_add(group, Ordering::Relaxed);
+        self.fsync_micros_buckets[bucket(micros)].fetch_add(1, Ordering::Relaxed);
+        self.group_size_buckets[bucket(group)].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn record_failure(&self) {
+        self.fsync_failures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Copies of a bucket array.
+    pub fn read(buckets: &[AtomicU64; BUCKETS]) -> [u64; BUCKETS] {
+        std::array::from_fn(|i| buckets[i].load(Ordering::Relaxed))
+    }
+}

@@ -1,0 +1,451 @@
+//! The write-ahead log: appenders encode records into a shared buffer under a
+//! short lock (assigning LSNs in buffer order); one syncer writes whatever is
+//! buffered, fdatasyncs it and publishes the durable LSN (group commit).
+//! Execution never waits for a sync in progress: appends go to the buffer
+//! while the syncer works on the previous batch.
+//!
+//! Health: a failed write or fsync is never reported durable. The log then
+//! refuses appends for good ([`WalError::Failed`]); running out of space for
+//! a new segment refuses appends until a retry succeeds
+//! ([`WalError::DiskFull`]).
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+use thiserror::Error;
+
+use super::files::{prepare_spare, Files, WriteError};
+use super::record::{self, Header, Kind, Lsn};
+use super::stats::WalStats;
+use super::storage::Storage;
+use super::Tier;
+
+/// Default segment size.
+pub const DEFAULT_SEGMENT_SIZE: u64 = 64 << 20;
+
+/// Why an append was refused.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum WalError {
+    #[error("{0}")]
+    Failed(String),
+    #[error("{0}")]
+    DiskFull(String),
+}
+
+const HEALTH_OK: u8 = 0;
+const HEALTH_DISK_FULL: u8 = 1;
+const HEALTH_FAILED: u8 = 2;
+
+/// How the log runs.
+#[derive(Clone, Debug)]
+pub struct WalOptions {
+    pub tier: Tier,
+    pub segment_size: u64,
+    /// Run the syncer and the spare preparer on their own threads. Tests turn
+    /// this off and call [`Wal::sync_round`] themselves.
+    pub background: bool,
+}
+
+impl WalOptions {
+    pub fn new(tier: Tier) -> Self {
+        WalOptions { tier, segment_size: DEFAULT_SEGMENT_SIZE, background: true }
+    }
+}
+
+/// Records encoded but not yet taken by the syncer.
+#[derive(Debug, Default)]
+struct Buffer {
+    bytes: Vec<u8>,
+    next_lsn: Lsn,
+    /// The syncer waits for data (appenders wake it).
+    syncer_idle: bool,
+}
+
+/// Called with the new durable LSN after each successful sync, and with the
+/// unchanged one when the log fails (so waiters can see the failure).
+pub type DurableCallback = Box<dyn Fn(Lsn) + Send + Sync>;
+
+struct Shared {
+    tier: Tier,
+    buffer: Mutex<Buffer>,
+    data_ready: Condvar,
+    written: AtomicU64,
+    durable: AtomicU64,
+    sync_wanted: AtomicU64,
+    health: AtomicU8,
+    health_message: Mutex<String>,
+    stop: AtomicBool,
+    files: Mutex<Files>,
+    /// Bytes taken from the buffer but not yet written (a rotation failed).
+    carry: Mutex<Vec<u8>>,
+    stats: WalStats,
+    on_durable: DurableCallback,
+    spare_wanted: Condvar,
+    spare_lock: Mutex<()>,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wal").field("tier", &self.tier).field("durable", &self.durable).finish()
+    }
+}
+
+/// The write-ahead log.
+#[derive(Debug)]
+pub struct Wal {
+    shared: Arc<Shared>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// Where the log continues after recovery.
+#[derive(Debug, Default)]
+pub struct LogTail {
+    /// The LSN the next record gets.
+    pub next_lsn: Lsn,
+    /// Existing segments, oldest first: (base LSN, file name).
+    pub segments: Vec<(Lsn, String)>,
+    /// Offset just past the last valid record of the last segment.
+    pub end_offset: u64,
+    /// Spare files found in the directory.
+    pub spares: Vec<String>,
+    /// Continue writing the last segment at `end_offset`; false when the log
+    /// must start a new segment (the snapshot is ahead of the log's end).
+    pub resume: bool,
+}
+
+impl Wal {
+    /// Opens the log for appending where recovery left it.
+    pub fn open(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        options: WalOptions,
+        tail: LogTail,
+        on_durable: DurableCallback,
+    ) -> std::io::Result<Wal> {
+        let mut files = Files::new(storage, dir, options.segment_size);
+        for spare in &tail.spares {
+            files.adopt_spare(spare)?;
+        }
+        match tail.segments.split_last() {
+            Some(((base, name), older)) if tail.resume => {
+                files.sealed.extend(older.iter().cloned());
+                files.resume(*base, name, tail.end_offset)?;
+            }
+            _ => files.sealed.extend(tail.segments.iter().cloned()),
+        }
+        let next_lsn = tail.next_lsn.max(1);
+        let shared = Arc::new(Shared {
+            tier: options.tier,
+            buffer: Mutex::new(Buffer { bytes: Vec::with_capacity(1 << 16), next_lsn, syncer_idle: false }),
+            data_ready: Condvar::new(),
+            written: AtomicU64::new(next_lsn - 1),
+            durable: AtomicU64::new(next_lsn - 1),
+            sync_wanted: AtomicU64::new(0),
+            health: AtomicU8::new(HEALTH_OK),
+            health_message: Mutex::new(String::new()),
+            stop: AtomicBool::new(false),
+            files: Mutex::new(files),
+            carry: Mutex::new(Vec::new()),
+            stats: WalStats::default(),
+            on_durable,
+            spare_wanted: Condvar::new(),
+            spare_lock: Mutex::new(()),
+        });
+        let wal = Wal { shared, threads: Mutex::new(Vec::new()) };
+        if options.background {
+            wal.spawn_threads()?;
+        }
+        Ok(wal)
+    }
+
+    fn spawn_threads(&self) -> std::io::Result<()> {
+        let syncer = self.shared.clone();
+        let preparer = self.shared.clone();
+        let mut threads = self.threads.lock();
+        threads.push(std::thread::Builder::new().name("cairn-wal-sync".into()).spawn(move || syncer.run_syncer())?);
+        threads
+            .push(std::thread::Builder::new().name("cairn-wal-spare".into()).spawn(move || preparer.run_preparer())?);
+        Ok(())
+    }
+
+    pub fn tier(&self) -> Tier {
+        self.shared.tier
+    }
+
+    /// Refuses writes while the log is unhealthy.
+    pub fn check_writable(&self) -> Result<(), WalError> {
+        match self.shared.health.load(Ordering::Acquire) {
+            HEALTH_OK => Ok(()),
+            HEALTH_DISK_FULL => Err(WalError::DiskFull(self.shared.health_message.lock().clone())),
+            _ => Err(WalError::Failed(self.shared.health_message.lock().clone())),
+        }
+    }
+
+    /// Appends one record of `count` commands that `body` encodes (with
+    /// [`record::put_command`]); returns its LSN.
+    pub fn append(
+        &self,
+        time_ms: u64,
+        kind: Kind,
+        count: usize,
+        body: impl FnOnce(&mut Vec<u8>),
+    ) -> Result<Lsn, WalError> {
+        self.check_writable()?;
+        let durable_hint = self.shared.durable.load(Ordering::Acquire);
+        let mut buffer = self.shared.buffer.lock();
+        let lsn = buffer.next_lsn;
+        buffer.next_lsn += 1;
+        record::encode(&mut buffer.bytes, Header { lsn, time_ms, durable_hint, kind }, count, body);
+        let wake = std::mem::take(&mut buffer.syncer_idle);
+        drop(buffer);
+        if wake {
+            self.shared.data_ready.notify_one();
+        }
+        Ok(lsn)
+    }
+
+    /// Appends one command.
+    pub fn append_command(&self, time_ms: u64, db: u32, args: &[&[u8]]) -> Result<Lsn, WalError> {
+        self.append(time_ms, Kind::Command, 1, |out| record::put_command(out, db, args))
+    }
+
+    /// The LSN of the last record appended (0: none).
+    pub fn last_lsn(&self) -> Lsn {
+        self.shared.buffer.lock().next_lsn - 1
+    }
+
+    /// Every record up to this LSN is on disk and synced.
+    pub fn durable_lsn(&self) -> Lsn {
+        self.shared.durable.load(Ordering::Acquire)
+    }
+
+    /// Every record up to this LSN was written to the file (maybe not synced).
+    pub fn written_lsn(&self) -> Lsn {
+        self.shared.written.load(Ordering::Acquire)
+    }
+
+    /// Asks for a sync covering `lsn` as soon as possible (WAITAOF in the
+    /// `everysec` tier).
+    pub fn request_sync(&self, lsn: Lsn) {
+        self.shared.sync_wanted.fetch_max(lsn, Ordering::AcqRel);
+        let mut buffer = self.shared.buffer.lock();
+        buffer.syncer_idle = false;
+        drop(buffer);
+        self.shared.data_ready.notify_one();
+    }
+
+    /// One syncer round: write what is buffered and, if the tier says so,
+    /// fdatasync it. Returns the durable LSN. Background mode calls this in a
+    /// loop; tests call it directly.
+    pub fn sync_round(&self, force_sync: bool) -> Lsn {
+        self.shared.round(force_sync);
+        self.durable_lsn()
+    }
+
+    pub fn stats(&self) -> &WalStats {
+        &self.shared.stats
+    }
+
+    /// The failure message, if the log is unhealthy.
+    pub fn health_message(&self) -> Option<String> {
+        self.check_writable().err().map(|e| e.to_string())
+    }
+
+    /// After a snapshot covering `lsn` is durable: segments wholly at or
+    /// below it become spares.
+    pub fn recycle_through(&self, lsn: Lsn) -> std::io::Result<usize> {
+        self.shared.files.lock().recycle_through(lsn)
+    }
+
+    /// Number of segment files.
+    pub fn segment_count(&self) -> usize {
+        self.shared.files.lock().segment_count()
+    }
+
+    /// Writes and syncs everything, then stops the threads.
+    pub fn close(&self) {
+        self.shared.stop.store(true, Ordering::Release);
+        self.shared.data_ready.notify_all();
+        self.shared.spare_wanted.notify_all();
+        for t in self.threads.lock().drain(..) {
+            let _ = t.join();
+        }
+        self.shared.round(true);
+    }
+}
+
+impl Drop for Wal {
+    fn drop(&mut self) {
+        if !self.shared.stop.load(Ordering::Acquire) {
+            self.close();
+        }
+    }
+}
+
+impl Shared {
+    fn set_health(&self, level: u8, message: String) {
+        if self.health.load(Ordering::Acquire) == HEALTH_FAILED {
+            return;
+        }
+        if level != HEALTH_OK {
+            tracing::error!(%message, "write-ahead log refuses writes");
+        } else {
+            tracing::info!("write-ahead log accepts writes again");
+        }
+        *self.health_message.lock() = message;
+        self.health.store(level, Ordering::Release);
+    }
+
+    fn run_syncer(&self) {
+        let tick = match self.tier {
+            Tier::Everysec => Duration::from_millis(10),
+            _ => Duration::from_millis(100),
+        };
+        let mut last_sync = Instant::now();
+        while !self.stop.load(Ordering::Acquire) {
+            {
+                let mut buffer = self.buffer.lock();
+                if buffer.bytes.is_empty() && self.carry.lock().is_empty() {
+                    buffer.syncer_idle = self.tier != Tier::Everysec;
+                    self.data_ready.wait_for(&mut buffer, tick);
+                    buffer.syncer_idle = false;
+                }
+            }
+            let wanted = self.sync_wanted.load(Ordering::Acquire) > self.durable.load(Ordering::Acquire);
+            let due = match self.tier {
+                Tier::Everysec => last_sync.elapsed() >= Duration::from_secs(1) || wanted,
+                _ => true,
+            };
+            self.round(due);
+            if due {
+                last_sync = Instant::now();
+            }
+            if self.health.load(Ordering::Acquire) == HEALTH_FAILED {
+                break;
+            }
+        }
+    }
+
+    /// Writes what is buffered; syncs when `sync` (or when the tier syncs
+    /// every round).
+    fn round(&self, sync: bool) {
+        if self.health.load(Ordering::Acquire) == HEALTH_FAILED {
+            return;
+        }
+        // The carry lock orders rounds: the bytes taken first are written first.
+        let mut carry = self.carry.lock();
+        let (last, bytes) = {
+            let mut buffer = self.buffer.lock();
+            let last = buffer.next_lsn - 1;
+            (last, std::mem::take(&mut buffer.bytes))
+        };
+        carry.extend_from_slice(&bytes);
+        let sync = sync || matches!(self.tier, Tier::Sync | Tier::Async);
+        let mut files = self.files.lock();
+        if !carry.is_empty() {
+            let records = count_records(&carry);
+            match files.write(&carry) {
+                Ok(()) => {
+                    self.stats.record_write(carry.len() as u64, records);
+                    carry.clear();
+                    self.written.store(last, Ordering::Release);
+                    if self.health.load(Ordering::Acquire) == HEALTH_DISK_FULL {
+                        self.set_health(HEALTH_OK, String::new());
+                    }
+                }
+                Err((done, WriteError::NoSpace(e))) => {
+                    carry.drain(..done);
+                    self.set_health(HEALTH_DISK_FULL, format!("no space left for a new WAL segment: {e}"));
+                    self.spare_wanted.notify_one();
+                    return;
+                }
+                Err((_, WriteError::Failed(message))) => {
+                    self.fail(message);
+                    return;
+                }
+            }
+        }
+        let written = self.written.load(Ordering::Acquire);
+        if !sync || written <= self.durable.load(Ordering::Acquire) {
+            self.reuse_buffer(bytes);
+            return;
+        }
+        let started = Instant::now();
+        if let Err(e) = files.sync() {
+            let message = match e {
+                WriteError::Failed(m) => m,
+                WriteError::NoSpace(e) => e.to_string(),
+            };
+            self.fail(message);
+            return;
+        }
+        let group = written - self.durable.load(Ordering::Acquire);
+        self.stats.record_sync(started.elapsed(), group);
+        self.durable.store(written, Ordering::Release);
+        let wants_spare = files.wants_spare();
+        drop(files);
+        drop(carry);
+        (self.on_durable)(written);
+        self.reuse_buffer(bytes);
+        if wants_spare {
+            self.spare_wanted.notify_one();
+        }
+    }
+
+    /// Gives the emptied vector back to the buffer if it has none.
+    fn reuse_buffer(&self, mut bytes: Vec<u8>) {
+        bytes.clear();
+        let mut buffer = self.buffer.lock();
+        if buffer.bytes.capacity() == 0 && bytes.capacity() <= 16 << 20 {
+            buffer.bytes = bytes;
+        }
+    }
+
+    fn fail(&self, message: String) {
+        self.stats.record_failure();
+        self.set_health(HEALTH_FAILED, message);
+        self.health.store(HEALTH_FAILED, Ordering::Release);
+        (self.on_durable)(self.durable.load(Ordering::Acquire));
+    }
+
+    /// Keeps a zero-filled spare segment ready so rotation never waits for
+    /// the zero fill; retries every second while the disk is full.
+    fn run_preparer(&self) {
+        while !self.stop.load(Ordering::Acquire) {
+            let name = {
+                let mut files = self.files.lock();
+                files.wants_spare().then(|| (files.next_spare_name(), files.storage.clone(), files.dir.clone()))
+            };
+            if let Some((name, storage, dir)) = name {
+                let size = self.files.lock().segment_size;
+                match prepare_spare(storage.as_ref(), &dir, &name, size) {
+                    Ok(spare) => {
+                        self.files.lock().spares.push(spare);
+                        continue;
+                    }
+                    Err(e) => tracing::warn!(error = %e, "cannot prepare a spare WAL segment; retrying"),
+                }
+            }
+            let mut guard = self.spare_lock.lock();
+            self.spare_wanted.wait_for(&mut guard, Duration::from_secs(1));
+        }
+    }
+}
+
+/// Number of whole records in `bytes`.
+fn count_records(bytes: &[u8]) -> u64 {
+    let mut n = 0;
+    let mut pos = 0;
+    while let Some(len) = record::claimed_len(&bytes[pos..]) {
+        pos += record::PREFIX_LEN + len;
+        n += 1;
+        if pos >= bytes.len() {
+            break;
+        }
+    }
+    n
+}

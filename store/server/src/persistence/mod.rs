@@ -1,0 +1,171 @@
+//! The server's side of durability: which tier runs, the write-ahead log
+//! (once recovery has finished), logging every write command, waiting for
+//! durable acknowledgements, snapshots, and recovery at startup.
+//!
+//! - [`logging`]: runs a write command with its shards held and logs its
+//!   effect before the locks are released (so the log's order is the
+//!   execution order of every key); [`effect`]: the deterministic form a
+//!   command is logged in (INCR as the value it produced, EXPIRE as an
+//!   absolute PEXPIREAT, SPOP as SREM, ...).
+//! - [`replay`]: runs logged commands through the command table, as live
+//!   traffic does (recovery, snapshots loading, DEBUG RELOAD).
+//! - [`recover`]: startup: newest snapshot, then the log after it.
+//! - [`snapshot`]: SAVE/BGSAVE/periodic snapshots and DEBUG RELOAD/LOADAOF.
+//! - [`check`]: `cairn check DATA_DIR`; [`waitaof`]: WAITAOF.
+//! - [`skip_fsync`]: a storage wrapper that never syncs (crash-test proof only).
+
+pub mod check;
+pub mod effect;
+pub mod logging;
+pub mod recover;
+pub mod replay;
+pub mod skip_fsync;
+pub mod snapshot;
+pub mod waitaof;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use cairn_engine::durability::{Lsn, OsStorage, Storage, Tier, Wal, WalError};
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+use crate::config::Config;
+
+/// WAITAOF waiting in a connection.
+#[derive(Debug, Clone, Copy)]
+pub struct WaitAof {
+    pub lsn: Lsn,
+    /// Unix ms; 0: forever.
+    pub deadline_ms: u64,
+    pub numlocal: i64,
+}
+
+/// Snapshot bookkeeping for INFO and LASTSAVE.
+#[derive(Debug, Default)]
+pub struct SnapshotStatus {
+    pub in_progress: AtomicBool,
+    pub last_ok: AtomicBool,
+    pub last_duration_ms: AtomicU64,
+    pub last_lsn: AtomicU64,
+    pub last_bytes: AtomicU64,
+    pub saves: AtomicU64,
+    /// WAL bytes written when the last snapshot started.
+    pub wal_bytes_at_last: AtomicU64,
+    /// Unix ms of the last successful snapshot.
+    pub last_success_ms: AtomicU64,
+}
+
+/// Durability state shared by all workers.
+pub struct Persistence {
+    pub tier: Tier,
+    pub storage: Arc<dyn Storage>,
+    pub dir: PathBuf,
+    /// Set once recovery has finished (never in the `none` tier).
+    wal: OnceLock<Wal>,
+    /// Woken after every sync (and on a log failure).
+    pub durable_notify: Arc<Notify>,
+    /// True until recovery has finished: commands get -LOADING.
+    pub loading: AtomicBool,
+    /// The LSN recovery ended at: what a snapshot covers when nothing is logged.
+    pub recovered_lsn: AtomicU64,
+    pub snapshot: SnapshotStatus,
+    /// One snapshot at a time.
+    pub snapshot_lock: Mutex<()>,
+    /// Records replayed by recovery so far (metrics).
+    pub recovery_records: AtomicU64,
+    /// Asks the background snapshot thread for a snapshot (BGSAVE).
+    pub snapshot_requested: AtomicBool,
+}
+
+impl std::fmt::Debug for Persistence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Persistence").field("tier", &self.tier).field("dir", &self.dir).finish()
+    }
+}
+
+impl Persistence {
+    pub fn new(config: &Config) -> Persistence {
+        let storage: Arc<dyn Storage> = if config.unsafe_skip_fsync {
+            tracing::warn!("--unsafe-skip-fsync: nothing is ever fsynced; acknowledged writes can be lost");
+            Arc::new(skip_fsync::SkipFsync(OsStorage))
+        } else {
+            Arc::new(OsStorage)
+        };
+        Persistence::with_storage(config, storage)
+    }
+
+    pub fn with_storage(config: &Config, storage: Arc<dyn Storage>) -> Persistence {
+        Persistence {
+            tier: config.durability,
+            storage,
+            dir: config.data_dir.clone(),
+            wal: OnceLock::new(),
+            durable_notify: Arc::new(Notify::new()),
+            loading: AtomicBool::new(true),
+            recovered_lsn: AtomicU64::new(0),
+            snapshot: SnapshotStatus { last_ok: AtomicBool::new(true), ..SnapshotStatus::default() },
+            snapshot_lock: Mutex::new(()),
+            recovery_records: AtomicU64::new(0),
+            snapshot_requested: AtomicBool::new(false),
+        }
+    }
+
+    /// The log, once recovery has opened it (never in the `none` tier).
+    #[inline]
+    pub fn wal(&self) -> Option<&Wal> {
+        self.wal.get()
+    }
+
+    pub fn set_wal(&self, wal: Wal) {
+        if self.wal.set(wal).is_err() {
+            tracing::error!("the write-ahead log was opened twice");
+        }
+    }
+
+    pub fn is_loading(&self) -> bool {
+        self.loading.load(Ordering::Acquire)
+    }
+
+    /// The LSN a snapshot taken now covers.
+    pub fn current_lsn(&self) -> Lsn {
+        match self.wal() {
+            Some(wal) => wal.last_lsn(),
+            None => self.recovered_lsn.load(Ordering::Acquire),
+        }
+    }
+
+    /// Waits until `lsn` is durable. Err when the log failed (the write will
+    /// never be durable). A full disk keeps waiting: the records are kept and
+    /// written once space returns.
+    pub async fn wait_durable(&self, lsn: Lsn) -> Result<(), WalError> {
+        let Some(wal) = self.wal() else { return Ok(()) };
+        loop {
+            let notified = self.durable_notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if wal.durable_lsn() >= lsn {
+                return Ok(());
+            }
+            if let Err(e @ WalError::Failed(_)) = wal.check_writable() {
+                return Err(e);
+            }
+            // The timeout guards against a missed wake-up; normally the
+            // syncer's notification arrives first.
+            let _ = tokio::time::timeout(Duration::from_millis(100), notified).await;
+        }
+    }
+
+    /// At shutdown: sync and close the log; in the `none` tier, save a snapshot.
+    pub fn close(&self, keyspace: &cairn_engine::Keyspace, save: bool) {
+        if let Some(wal) = self.wal() {
+            wal.close();
+        } else if save && !self.is_loading() && self.tier == Tier::None {
+            if let Err(e) = snapshot::take(self, keyspace) {
+                tracing::error!(error = %e, "snapshot at shutdown failed");
+            }
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! Startup recovery: load the newest snapshot, replay the log after it
+//! through the command table, then open the log for appending (or, in the
+//! `none` tier, fold a leftover log into a fresh snapshot).
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use cairn_engine::durability::{recover_log, snapshot, RecoverOptions, RecoveryReport, Wal, WalOptions};
+
+use super::replay::Replayer;
+use crate::server::Server;
+
+/// Why the server refuses to start.
+#[derive(Debug, thiserror::Error)]
+pub enum RecoverError {
+    #[error("{0}")]
+    Snapshot(#[from] snapshot::SnapshotError),
+    #[error("{0}")]
+    Log(#[from] cairn_engine::durability::RecoveryError),
+    #[error("cannot open the write-ahead log in {dir}: {source}")]
+    Open { dir: String, source: std::io::Error },
+    #[error("cannot prepare the data directory {dir}: {source}")]
+    Dir { dir: String, source: std::io::Error },
+}
+
+/// What recovery did, for the log line and INFO.
+#[derive(Debug, Default, Clone)]
+pub struct Recovered {
+    pub snapshot_lsn: u64,
+    pub snapshot_records: u64,
+    pub log: RecoveryReport,
+    pub replay_errors: u64,
+    pub seconds: f64,
+}
+
+/// Rebuilds the keyspace from disk and opens the log. The server answers
+/// -LOADING meanwhile.
+pub fn recover(server: &Server) -> Result<Recovered, RecoverError> {
+    let p = &server.persistence;
+    let started = Instant::now();
+    let dir_error = |source| RecoverError::Dir { dir: p.dir.display().to_string(), source };
+    p.storage.create_dir_all(&p.dir).map_err(dir_error)?;
+    let mut out = Recovered::default();
+    let mut replayer = Replayer::new(server);
+    if let Some((lsn, name)) = snapshot::newest(p.storage.as_ref(), &p.dir)? {
+        let info = snapshot::load(p.storage.as_ref(), &p.dir, &name, |time, db, args| replayer.apply(time, db, args))?;
+        out.snapshot_lsn = lsn;
+        out.snapshot_records = info.records;
+        p.snapshot.last_lsn.store(lsn, Ordering::Relaxed);
+        p.snapshot.last_success_ms.store(info.created_ms, Ordering::Relaxed);
+    }
+    let (tail, report) = recover_log(&p.storage, &p.dir, out.snapshot_lsn, RecoverOptions::default(), |rec| {
+        p.recovery_records.fetch_add(1, Ordering::Relaxed);
+        for cmd in &rec.commands {
+            replayer.apply(rec.time_ms, cmd.db, &cmd.args)?;
+        }
+        Ok(())
+    })?;
+    out.log = report;
+    out.replay_errors = replayer.errors;
+    p.recovered_lsn.store(tail.next_lsn - 1, Ordering::Release);
+    if p.tier.logs() {
+        let notify = p.durable_notify.clone();
+        let options = WalOptions { segment_size: server.config.wal_segment_bytes, ..WalOptions::new(p.tier) };
+        let wal = Wal::open(p.storage.clone(), &p.dir, options, tail, Box::new(move |_| notify.notify_waiters()))
+            .map_err(|source| RecoverError::Open { dir: p.dir.display().to_string(), source })?;
+        p.set_wal(wal);
+    } else if !tail.segments.is_empty() {
+        // The `none` tier keeps no log: fold the old one into a snapshot.
+        p.loading.store(false, Ordering::Release);
+        if let Err(e) = super::snapshot::take(p, &server.keyspace) {
+            tracing::error!(error = %e, "cannot fold the old write-ahead log into a snapshot");
+        }
+    }
+    out.seconds = started.elapsed().as_secs_f64();
+    Ok(out)
+}

@@ -1,0 +1,195 @@
+//! Taking snapshots (SAVE, BGSAVE, BGREWRITEAOF, periodic, shutdown in the
+//! `none` tier) and reloading from disk (DEBUG RELOAD, DEBUG LOADAOF).
+//!
+//! A snapshot freezes the keyspace at one log position (copy-on-write per
+//! shard: a writer waits for at most one shard copy), writes the commands
+//! that rebuild every live key, waits until the log is durable up to that
+//! position, then renames the file into place; only then are older
+//! snapshots removed and the log segments it covers recycled.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use cairn_engine::durability::{rebuild, recover_log, segment, snapshot, RecoverOptions, WalError};
+use cairn_engine::Keyspace;
+
+use super::replay::Replayer;
+use super::Persistence;
+use crate::server::Server;
+
+/// A finished snapshot.
+#[derive(Debug, Clone, Copy)]
+pub struct Taken {
+    pub lsn: u64,
+    pub bytes: u64,
+    pub millis: u64,
+}
+
+/// Takes a snapshot now, on this thread.
+pub fn take(p: &Persistence, keyspace: &Keyspace) -> Result<Taken, String> {
+    let _one = p.snapshot_lock.lock();
+    p.snapshot.in_progress.store(true, Ordering::Release);
+    let result = write(p, keyspace);
+    p.snapshot.in_progress.store(false, Ordering::Release);
+    p.snapshot.last_ok.store(result.is_ok(), Ordering::Release);
+    match &result {
+        Ok(t) => {
+            p.snapshot.last_lsn.store(t.lsn, Ordering::Relaxed);
+            p.snapshot.last_bytes.store(t.bytes, Ordering::Relaxed);
+            p.snapshot.last_duration_ms.store(t.millis, Ordering::Relaxed);
+            p.snapshot.saves.fetch_add(1, Ordering::Relaxed);
+            p.snapshot.last_success_ms.store(cairn_engine::clock::now_ms(), Ordering::Relaxed);
+            tracing::info!(lsn = t.lsn, bytes = t.bytes, ms = t.millis, "snapshot saved");
+        }
+        Err(e) => tracing::error!(error = %e, "snapshot failed"),
+    }
+    result
+}
+
+fn write(p: &Persistence, keyspace: &Keyspace) -> Result<Taken, String> {
+    let started = Instant::now();
+    let time_ms = cairn_engine::clock::monotonic_now_ms();
+    if let Some(wal) = p.wal() {
+        p.snapshot.wal_bytes_at_last.store(wal.stats().bytes_written.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+    let lsn = keyspace.begin_freeze(|| p.current_lsn());
+    if let Some(wal) = p.wal() {
+        wal.request_sync(lsn);
+    }
+    let mut writer =
+        snapshot::SnapshotWriter::create(p.storage.clone(), &p.dir, lsn, time_ms).map_err(|e| e.to_string())?;
+    for index in 0..keyspace.num_shards() {
+        let shard = keyspace.take_frozen(index);
+        for db in 0..keyspace.num_dbs() {
+            for (key, entry) in shard.db_ref(db).iter(time_ms) {
+                let mut emit = |args: &[&[u8]]| writer.add(db as u32, args);
+                if let Err(e) = rebuild::commands_for(key, entry, &mut emit) {
+                    writer.abandon();
+                    return Err(e.to_string());
+                }
+            }
+        }
+    }
+    if let Err(e) = wait_log_durable(p, lsn) {
+        writer.abandon();
+        return Err(format!("the log could not be made durable up to the snapshot: {e}"));
+    }
+    let (_, bytes) = writer.finish().map_err(|e| e.to_string())?;
+    snapshot::remove_older(p.storage.as_ref(), &p.dir, lsn).map_err(|e| e.to_string())?;
+    match p.wal() {
+        Some(wal) => {
+            wal.recycle_through(lsn).map_err(|e| format!("recycling WAL segments: {e}"))?;
+        }
+        None => remove_log(p).map_err(|e| format!("removing the old WAL: {e}"))?,
+    }
+    Ok(Taken { lsn, bytes, millis: started.elapsed().as_millis() as u64 })
+}
+
+/// Waits (polling) until the log is durable up to `lsn`.
+fn wait_log_durable(p: &Persistence, lsn: u64) -> Result<(), WalError> {
+    let Some(wal) = p.wal() else { return Ok(()) };
+    while wal.durable_lsn() < lsn {
+        if let Err(e @ WalError::Failed(_)) = wal.check_writable() {
+            return Err(e);
+        }
+        wal.request_sync(lsn);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Ok(())
+}
+
+/// In the `none` tier: removes WAL files a snapshot now covers.
+fn remove_log(p: &Persistence) -> std::io::Result<()> {
+    let names = p.storage.list(&p.dir)?;
+    let mut removed = false;
+    for name in names {
+        if segment::parse_name(&name).is_some() || segment::is_spare_name(&name) {
+            p.storage.remove(&p.dir.join(&name))?;
+            removed = true;
+        }
+    }
+    if removed {
+        p.storage.sync_dir(&p.dir)?;
+    }
+    Ok(())
+}
+
+/// DEBUG RELOAD (`from_log_only` false: save a snapshot, then load it) and
+/// DEBUG LOADAOF (true: sync the log, then rebuild from the last snapshot
+/// and the log). Every shard is held meanwhile, so no other command runs.
+pub fn reload(server: &Server, from_log_only: bool) -> Result<(), String> {
+    let p = &server.persistence;
+    let keyspace = &server.keyspace;
+    let all: Vec<usize> = (0..keyspace.num_shards()).collect();
+    let held = keyspace.hold_shards(&all);
+    if from_log_only {
+        if let Some(wal) = p.wal() {
+            wal_sync_all(p, wal.last_lsn())?;
+        }
+    } else {
+        take(p, keyspace)?;
+    }
+    for index in 0..keyspace.num_shards() {
+        let mut shard = keyspace.lock(index);
+        for db in 0..keyspace.num_dbs() {
+            shard.db(db).clear();
+        }
+    }
+    let mut replayer = Replayer::new(server);
+    let mut after = 0;
+    if let Some((lsn, name)) = snapshot::newest(p.storage.as_ref(), &p.dir).map_err(|e| e.to_string())? {
+        snapshot::load(p.storage.as_ref(), &p.dir, &name, |t, db, args| replayer.apply(t, db, args))
+            .map_err(|e| e.to_string())?;
+        after = lsn;
+    }
+    let read_only = RecoverOptions { read_only: true, repair: false };
+    recover_log(&p.storage, &p.dir, after, read_only, |rec| {
+        for cmd in &rec.commands {
+            replayer.apply(rec.time_ms, cmd.db, &cmd.args)?;
+        }
+        Ok(())
+    })
+    .map_err(|e| e.to_string())?;
+    drop(held);
+    Ok(())
+}
+
+fn wal_sync_all(p: &Persistence, lsn: u64) -> Result<(), String> {
+    wait_log_durable(p, lsn).map_err(|e| e.to_string())
+}
+
+/// The background thread: BGSAVE requests, and snapshots by WAL growth and
+/// by time.
+pub fn spawn_scheduler(server: std::sync::Arc<Server>) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new().name("cairn-snapshot".into()).spawn(move || {
+        let p = &server.persistence;
+        while !server.shutdown.is_triggered() {
+            std::thread::sleep(Duration::from_millis(200));
+            if p.is_loading() {
+                continue;
+            }
+            if p.snapshot_requested.swap(false, Ordering::AcqRel) || due(&server) {
+                let _ = take(p, &server.keyspace);
+                server.last_save_secs.store(cairn_engine::clock::now_ms() / 1000, Ordering::Relaxed);
+            }
+        }
+    })
+}
+
+/// Whether the log grew enough, or enough time passed with changes.
+fn due(server: &Server) -> bool {
+    let p = &server.persistence;
+    let Some(wal) = p.wal() else { return false };
+    let grown = wal
+        .stats()
+        .bytes_written
+        .load(Ordering::Relaxed)
+        .saturating_sub(p.snapshot.wal_bytes_at_last.load(Ordering::Relaxed));
+    if grown >= server.config.snapshot_wal_bytes {
+        return true;
+    }
+    let interval = server.config.snapshot_interval_secs;
+    let age_ms = cairn_engine::clock::now_ms()
+        .saturating_sub(p.snapshot.last_success_ms.load(Ordering::Relaxed).max(server.started_ms));
+    interval > 0 && grown > 0 && age_ms >= interval * 1000
+}
