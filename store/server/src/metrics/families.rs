@@ -81,7 +81,12 @@ impl<'a> Families<'a> {
             // prometheus-client writes `+Inf` for f64::MAX.
             let buckets: Vec<(f64, u64)> =
                 h.buckets.iter().map(|(le, n)| (if le.is_infinite() { f64::MAX } else { *le }, *n)).collect();
-            m.encode_family(labels)?.encode_histogram::<NoLabelSet>(h.sum, h.count(), &buckets, None)?;
+            if labels.is_empty() {
+                // An empty family label set would print as `{}`.
+                m.encode_histogram::<NoLabelSet>(h.sum, h.count(), &buckets, None)?;
+            } else {
+                m.encode_family(labels)?.encode_histogram::<NoLabelSet>(h.sum, h.count(), &buckets, None)?;
+            }
         }
         Ok(())
     }
