@@ -26,7 +26,11 @@ impl Default for Health {
 impl Health {
     /// A server that is still recovering (not ready yet).
     pub fn new() -> Health {
-        Health { recovering: AtomicBool::new(true), shutting_down: AtomicBool::new(false), write_error: RwLock::new(None) }
+        Health {
+            recovering: AtomicBool::new(true),
+            shutting_down: AtomicBool::new(false),
+            write_error: RwLock::new(None),
+        }
     }
 
     /// Recovery started (`true`) or finished (`false`).

@@ -124,10 +124,13 @@ fn config_get_and_put() {
     assert_eq!(ok.status, 200, "{ok:?}");
     assert_eq!(ok.json(), serde_json::json!({ "maxclients": "50", "lazyfree-lazy-user-del": "yes" }));
     let mut client = server.client();
-    assert_eq!(client.cmd(&["CONFIG", "GET", "maxclients"]), redis_protocol::resp3::types::OwnedFrame::Array {
+    assert_eq!(
+        client.cmd(&["CONFIG", "GET", "maxclients"]),
+        redis_protocol::resp3::types::OwnedFrame::Array {
             data: vec![bulk("maxclients"), bulk("50")],
             attributes: None
-        });
+        }
+    );
 
     client.cmd(&["CONFIG", "SET", "requirepass", "secret"]);
     assert_eq!(get(admin, "/v1/config?pattern=requirepass").json()["requirepass"], "(set)");
@@ -164,11 +167,17 @@ fn durability_from_the_installed_source() {
     let admin = server.admin_addr();
     let d = get(admin, "/v1/durability").json();
     assert_eq!((d["tier"].as_str(), d["durable_lsn"].as_u64()), (Some("none"), Some(0)));
-    assert_eq!(d["fsync_seconds"]["buckets"].as_array().and_then(|b| b.last()).map(|b| b["le"].clone()), Some("+Inf".into()));
+    assert_eq!(
+        d["fsync_seconds"]["buckets"].as_array().and_then(|b| b.last()).map(|b| b["le"].clone()),
+        Some("+Inf".into())
+    );
 
     server.running.as_ref().expect("running").server.hooks.durability.set(Arc::new(FakeWal));
     let d = get(admin, "/v1/durability").json();
-    assert_eq!((d["tier"].as_str(), d["written_lsn"].as_u64(), d["unsynced_lsns"].as_u64()), (Some("sync"), Some(50), Some(8)));
+    assert_eq!(
+        (d["tier"].as_str(), d["written_lsn"].as_u64(), d["unsynced_lsns"].as_u64()),
+        (Some("sync"), Some(50), Some(8))
+    );
     assert_eq!(d["fsync_seconds"]["count"], 3);
     let m = get(admin, "/metrics").body;
     assert_eq!(sample(&m, "cairn_wal_durable_lsn"), Some(42.0));
@@ -207,8 +216,7 @@ fn log_level() {
     let put = |headers: &[(&str, &str)], body: &str| request(admin, "PUT", "/v1/log-level", headers, body);
     assert_eq!(put(&[], r#"{"level": "debug"}"#).status, 401);
     // Logging is process-wide: this test binary sets it up once, here.
-    let mut config = cairn_server::Config::default();
-    config.log_level = "warn".into();
+    let config = cairn_server::Config { log_level: "warn".into(), ..Default::default() };
     let _ = cairn_server::logging::init(&config);
     assert_eq!(get(admin, "/v1/log-level").json()["level"], "warn");
     assert_eq!(put(&[AUTH], r#"{"level": "#).status, 400);

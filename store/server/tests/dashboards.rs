@@ -108,7 +108,8 @@ fn every_panel_query_parses_and_names_exported_metrics() {
                 selectors(&expr, &mut found);
                 assert!(!found.is_empty(), "{file} / {title}: {raw} selects nothing");
                 for vs in found {
-                    let name = vs.name.as_deref().unwrap_or_else(|| panic!("{file} / {title}: selector without a name"));
+                    let name =
+                        vs.name.as_deref().unwrap_or_else(|| panic!("{file} / {title}: selector without a name"));
                     assert!(exported.contains(name), "{file} / {title}: {name} is not exported by Cairn");
                     let labels: Vec<&str> = vs.matchers.matchers.iter().map(|m| m.name.as_str()).collect();
                     assert!(

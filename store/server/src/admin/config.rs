@@ -34,10 +34,10 @@ pub async fn put(
     body: Bytes,
 ) -> Result<Json<BTreeMap<String, String>>, ApiError> {
     let changes: BTreeMap<String, Value> = super::json::parse(&body)?;
-    let texts = changes.iter().map(|(name, value)| Ok((name.as_str(), value_text(name, value)?))).collect::<Result<
-        Vec<(&str, String)>,
-        ApiError,
-    >>()?;
+    let texts = changes
+        .iter()
+        .map(|(name, value)| Ok((name.as_str(), value_text(name, value)?)))
+        .collect::<Result<Vec<(&str, String)>, ApiError>>()?;
     let updates = validate_changes(&state.server.runtime, texts.iter().map(|(n, v)| (*n, v.as_str())))
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
     state.server.runtime.set_all(&updates);

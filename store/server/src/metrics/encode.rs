@@ -91,7 +91,12 @@ fn durability_families(s: &Scrape, f: &mut Families<'_>) -> fmt::Result {
     f.gauge("cairn_wal_durable_lsn", "Highest log sequence number covered by a completed fsync.", None, d.durable_lsn)?;
     f.counter("cairn_wal_written", "Bytes written to the WAL.", Some(Unit::Bytes), d.wal_bytes_total)?;
     f.gauge("cairn_wal_segments", "WAL segment files on disk.", None, d.wal_segments)?;
-    f.counter("cairn_durable_acks", "Write replies sent after the fsync covering the write.", None, d.durable_acks_total)?;
+    f.counter(
+        "cairn_durable_acks",
+        "Write replies sent after the fsync covering the write.",
+        None,
+        d.durable_acks_total,
+    )?;
     f.counter("cairn_fsyncs", "fdatasync calls on the WAL.", None, d.fsyncs_total)?;
     f.counter("cairn_fsync_failures", "fdatasync calls on the WAL that failed.", None, d.fsync_failures_total)?;
     let last = d.last_fsync_micros as f64 / 1e6;
