@@ -42,7 +42,7 @@ pub struct Server {
     pub persistence: crate::persistence::Persistence,
     /// Readiness (/readyz): recovering, shutting down, write failures.
     pub health: crate::health::Health,
-    /// What the durability layer plugs in for /metrics and the admin API.
+    /// Replacements for what /metrics and the admin API read from `persistence`.
     pub hooks: crate::admin::hooks::Hooks,
 }
 
@@ -88,7 +88,7 @@ impl Server {
             ops_sampler: Mutex::new(OpsSampler { last_ms: started_ms, ..OpsSampler::default() }),
             persistence,
             health: crate::health::Health::new(),
-            hooks: crate::admin::hooks::Hooks::new("none"),
+            hooks: crate::admin::hooks::Hooks::default(),
             config,
         }
     }

@@ -152,6 +152,7 @@ struct FakeWal;
 impl DurabilitySource for FakeWal {
     fn snapshot(&self) -> DurabilitySnapshot {
         let mut s = DurabilitySnapshot::without_wal("sync");
+        s.appended_lsn = 50;
         s.written_lsn = 50;
         s.durable_lsn = 42;
         s.fsyncs_total = 3;
@@ -162,15 +163,33 @@ impl DurabilitySource for FakeWal {
 }
 
 #[test]
-fn durability_from_the_installed_source() {
+fn durability_from_the_log_then_from_an_installed_source() {
     let server = start();
     let admin = server.admin_addr();
+    let mut client = server.client();
+    for i in 0..20 {
+        client.cmd(&["SET", &format!("k{i}"), "v"]);
+    }
     let d = get(admin, "/v1/durability").json();
-    assert_eq!((d["tier"].as_str(), d["durable_lsn"].as_u64()), (Some("none"), Some(0)));
+    assert_eq!(d["tier"], "async", "the default tier");
+    assert!(d["appended_lsn"].as_u64().is_some_and(|n| n >= 20), "{d}");
+    // The syncer writes and fsyncs in the background.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while get(admin, "/v1/durability").json()["durable_lsn"].as_u64() < Some(20) {
+        assert!(std::time::Instant::now() < deadline, "the async tier's syncer never caught up");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let d = get(admin, "/v1/durability").json();
+    assert!(d["fsyncs_total"].as_u64().is_some_and(|n| n >= 1), "{d}");
     assert_eq!(
         d["fsync_seconds"]["buckets"].as_array().and_then(|b| b.last()).map(|b| b["le"].clone()),
         Some("+Inf".into())
     );
+    let m = get(admin, "/metrics").body;
+    assert!(sample(&m, "cairn_wal_durable_lsn").is_some_and(|n| n >= 20.0), "{m}");
+    assert!(sample(&m, "cairn_wal_written_bytes_total").is_some_and(|n| n > 0.0));
+    assert!(sample(&m, "cairn_wal_segments").is_some_and(|n| n >= 1.0));
+    assert_eq!(sample(&m, r#"cairn_durability_info{tier="async"}"#), Some(1.0));
 
     server.running.as_ref().expect("running").server.hooks.durability.set(Arc::new(FakeWal));
     let d = get(admin, "/v1/durability").json();
@@ -185,6 +204,22 @@ fn durability_from_the_installed_source() {
     assert_eq!(sample(&m, r#"cairn_fsync_duration_seconds_bucket{le="0.0001"}"#), Some(0.0));
     assert_eq!(sample(&m, r#"cairn_fsync_duration_seconds_bucket{le="0.0002"}"#), Some(3.0));
     assert_eq!(sample(&m, "cairn_fsync_duration_seconds_count"), Some(3.0));
+    assert_eq!(sample(&m, "cairn_durable_acks_total"), Some(20.0), "sync tier: the successful writes");
+}
+
+#[test]
+fn durable_acks_in_the_sync_tier() {
+    let server = TestServer::start_with(|c| c.durability = cairn_engine::durability::Tier::Sync);
+    let mut client = server.client();
+    for i in 0..5 {
+        client.cmd(&["SET", &format!("k{i}"), "v"]);
+    }
+    client.cmd(&["GET", "k1"]);
+    let m = get(server.admin_addr(), "/metrics").body;
+    assert_eq!(sample(&m, "cairn_durable_acks_total"), Some(5.0));
+    assert!(sample(&m, "cairn_fsyncs_total").is_some_and(|n| n >= 1.0), "{m}");
+    assert!(sample(&m, "cairn_fsync_duration_seconds_count").is_some_and(|n| n >= 1.0));
+    assert!(sample(&m, "cairn_group_commit_batch_size_sum").is_some_and(|n| n >= 5.0));
 }
 
 struct FakeSnapshots;
@@ -196,13 +231,17 @@ impl SnapshotHook for FakeSnapshots {
 }
 
 #[test]
-fn snapshot_through_the_hook() {
+fn snapshot_now() {
     let server = start();
     let admin = server.admin_addr();
+    server.client().cmd(&["SET", "k", "v"]);
     assert_eq!(request(admin, "POST", "/v1/snapshot", &[], "").status, 401);
-    let unavailable = request(admin, "POST", "/v1/snapshot", &[AUTH], "");
-    assert_eq!(unavailable.status, 503);
-    assert_eq!(unavailable.json()["error"], "snapshots not available yet");
+    let taken = request(admin, "POST", "/v1/snapshot", &[AUTH], "");
+    assert_eq!(taken.status, 200, "{taken:?}");
+    assert!(taken.json()["bytes"].as_u64().is_some_and(|n| n > 0), "{taken:?}");
+    let m = get(admin, "/metrics").body;
+    assert!(sample(&m, "cairn_snapshot_last_success_timestamp_seconds").is_some_and(|t| t > 1.0e9), "{m}");
+
     server.running.as_ref().expect("running").server.hooks.snapshot.set(Arc::new(FakeSnapshots));
     let done = request(admin, "POST", "/v1/snapshot", &[AUTH], "");
     assert_eq!(done.status, 200);

@@ -9,12 +9,13 @@ use super::router::AdminState;
 use crate::metrics::durability::HistogramSnapshot;
 
 pub async fn get(State(state): State<AdminState>) -> Json<Value> {
-    let d = state.server.hooks.durability.snapshot();
+    let d = crate::metrics::wal::durability_snapshot(&state.server);
     Json(json!({
         "tier": d.tier,
+        "appended_lsn": d.appended_lsn,
         "written_lsn": d.written_lsn,
         "durable_lsn": d.durable_lsn,
-        "unsynced_lsns": d.written_lsn.saturating_sub(d.durable_lsn),
+        "unsynced_lsns": d.appended_lsn.max(d.written_lsn).saturating_sub(d.durable_lsn),
         "last_fsync_micros": d.last_fsync_micros,
         "fsyncs_total": d.fsyncs_total,
         "fsync_failures_total": d.fsync_failures_total,

@@ -1,6 +1,7 @@
-//! What the durability layer plugs into the server for the admin API and
-//! metrics: its counters ([`DurabilityCell`]) and a way to take a snapshot
-//! ([`SnapshotCell`]). Both start with stand-ins that report "no WAL yet".
+//! Replacements for what the admin API and metrics read from the server's
+//! persistence layer by default: its counters ([`DurabilityCell`]) and how a
+//! snapshot is taken ([`SnapshotCell`]). Tests and embedding programs
+//! install their own; the server itself installs nothing.
 //!
 //! ```ignore
 //! server.hooks.durability.set(Arc::new(my_wal_stats));
@@ -12,15 +13,8 @@ use crate::metrics::durability::DurabilityCell;
 use super::snapshot::SnapshotCell;
 
 /// The durability layer's hooks, held by `Server`.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Hooks {
     pub durability: DurabilityCell,
     pub snapshot: SnapshotCell,
-}
-
-impl Hooks {
-    /// Stand-ins reporting `tier` and no snapshots.
-    pub fn new(tier: &str) -> Hooks {
-        Hooks { durability: DurabilityCell::new(tier), snapshot: SnapshotCell::default() }
-    }
 }

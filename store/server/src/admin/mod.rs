@@ -87,10 +87,23 @@ async fn serve(server: Arc<Server>, listener: StdListener) {
     }
 }
 
-/// `Ok` when the server is ready for traffic, otherwise why not.
+/// `Ok` when the server is ready for traffic, otherwise why not. Folds in
+/// what the persistence layer knows (the log refusing writes, recovery).
 pub fn readiness(server: &Server) -> Result<(), Vec<String>> {
     if server.shutdown.is_triggered() {
         server.health.set_shutting_down();
     }
-    server.health.readiness()
+    let log_error = server.persistence.wal().and_then(|wal| wal.health_message());
+    let mut reasons = server.health.readiness().err().unwrap_or_default();
+    if let Some(message) = log_error {
+        reasons.push(format!("the write-ahead log refuses writes: {message}"));
+    }
+    if server.persistence.is_loading() && !server.health.is_recovering() {
+        reasons.push("loading the dataset".to_string());
+    }
+    if reasons.is_empty() {
+        Ok(())
+    } else {
+        Err(reasons)
+    }
 }

@@ -1,8 +1,11 @@
-//! `POST /v1/snapshot`: asks the durability layer for a snapshot now.
+//! `POST /v1/snapshot`: takes a snapshot now, as SAVE does (on a blocking
+//! thread, not the admin event loop). 409 while another snapshot runs, 503
+//! during recovery, 500 (with the reason) when it fails.
 //!
-//! The durability layer implements [`SnapshotHook`] and installs it with
-//! [`SnapshotCell::set`]; until then the endpoint answers 503.
+//! Tests and embedding programs may install their own [`SnapshotHook`] with
+//! [`SnapshotCell::set`].
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use axum::extract::State;
@@ -14,6 +17,7 @@ use serde::Serialize;
 use super::auth::Authorized;
 use super::error::ApiError;
 use super::router::AdminState;
+use crate::server::Server;
 
 /// What a finished snapshot reports.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -38,30 +42,15 @@ pub enum SnapshotError {
     Failed(String),
 }
 
-/// Implemented by the durability layer. Called on a blocking thread; may
-/// take as long as the snapshot does.
+/// A replacement for the persistence layer's snapshots. Called on a
+/// blocking thread; may take as long as the snapshot does.
 pub trait SnapshotHook: Send + Sync {
     fn snapshot(&self) -> Result<SnapshotReport, SnapshotError>;
 }
 
-/// The stand-in used until the durability layer installs its hook.
-#[derive(Debug)]
-struct NoSnapshots;
-
-impl SnapshotHook for NoSnapshots {
-    fn snapshot(&self) -> Result<SnapshotReport, SnapshotError> {
-        Err(SnapshotError::Unavailable("snapshots not available yet".into()))
-    }
-}
-
-/// Where the server keeps its [`SnapshotHook`].
-pub struct SnapshotCell(RwLock<Arc<dyn SnapshotHook>>);
-
-impl Default for SnapshotCell {
-    fn default() -> Self {
-        SnapshotCell(RwLock::new(Arc::new(NoSnapshots)))
-    }
-}
+/// Where the server keeps an installed [`SnapshotHook`] (none by default).
+#[derive(Default)]
+pub struct SnapshotCell(RwLock<Option<Arc<dyn SnapshotHook>>>);
 
 impl std::fmt::Debug for SnapshotCell {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -71,17 +60,34 @@ impl std::fmt::Debug for SnapshotCell {
 
 impl SnapshotCell {
     pub fn set(&self, hook: Arc<dyn SnapshotHook>) {
-        *self.0.write() = hook;
+        *self.0.write() = Some(hook);
     }
 
-    pub fn get(&self) -> Arc<dyn SnapshotHook> {
+    pub fn installed(&self) -> Option<Arc<dyn SnapshotHook>> {
         self.0.read().clone()
     }
 }
 
+/// Takes a snapshot through the installed hook, or the persistence layer.
+pub fn take(server: &Server) -> Result<SnapshotReport, SnapshotError> {
+    if let Some(hook) = server.hooks.snapshot.installed() {
+        return hook.snapshot();
+    }
+    let p = &server.persistence;
+    if p.is_loading() {
+        return Err(SnapshotError::Unavailable("recovering: snapshots start once recovery has finished".into()));
+    }
+    if p.snapshot.in_progress.load(Ordering::Acquire) {
+        return Err(SnapshotError::InProgress);
+    }
+    let taken = crate::persistence::snapshot::take(p, &server.keyspace).map_err(SnapshotError::Failed)?;
+    server.last_save_secs.store(cairn_engine::clock::now_ms() / 1000, Ordering::Relaxed);
+    Ok(SnapshotReport { lsn: taken.lsn, duration_seconds: taken.millis as f64 / 1000.0, bytes: taken.bytes })
+}
+
 pub async fn post(State(state): State<AdminState>, _auth: Authorized) -> Result<Json<SnapshotReport>, ApiError> {
-    let hook = state.server.hooks.snapshot.get();
-    let outcome = tokio::task::spawn_blocking(move || hook.snapshot())
+    let server = state.server.clone();
+    let outcome = tokio::task::spawn_blocking(move || take(&server))
         .await
         .map_err(|e| ApiError::internal(format!("snapshot task failed: {e}")))?;
     outcome.map(Json).map_err(|e| {

@@ -1,10 +1,11 @@
 //! What the durability layer (WAL, group commit, snapshots) reports to
 //! `/metrics` and `GET /v1/durability`.
 //!
-//! The durability layer implements [`DurabilitySource`] and installs it with
-//! [`DurabilityCell::set`]; until then [`NoWal`] reports the configured tier
-//! and zeros, with the histograms' buckets present (so dashboards show zero
-//! rather than "no data").
+//! By default the server's own persistence layer is read ([`super::wal`]);
+//! another implementation of [`DurabilitySource`] can be installed with
+//! [`DurabilityCell::set`] (tests, an embedding program). [`NoWal`] reports a
+//! tier and zeros, with the histograms' buckets present (so dashboards show
+//! zero rather than "no data").
 
 use std::sync::Arc;
 
@@ -47,7 +48,10 @@ pub const GROUP_SIZE_BOUNDS: &[f64] =
 pub struct DurabilitySnapshot {
     /// `none`, `async`, `everysec` or `sync`.
     pub tier: String,
-    /// Highest LSN written to the WAL (maybe not yet durable).
+    /// Highest LSN appended to the WAL's buffer (its reply may already be
+    /// sent in the `none`..`everysec` tiers).
+    pub appended_lsn: u64,
+    /// Highest LSN written to the WAL file (maybe not yet durable).
     pub written_lsn: u64,
     /// Highest LSN covered by a completed fdatasync.
     pub durable_lsn: u64,
@@ -76,6 +80,7 @@ impl DurabilitySnapshot {
     pub fn without_wal(tier: &str) -> DurabilitySnapshot {
         DurabilitySnapshot {
             tier: tier.to_string(),
+            appended_lsn: 0,
             written_lsn: 0,
             durable_lsn: 0,
             last_fsync_micros: 0,
@@ -111,8 +116,10 @@ impl DurabilitySource for NoWal {
     }
 }
 
-/// Where the server keeps its current [`DurabilitySource`].
-pub struct DurabilityCell(RwLock<Arc<dyn DurabilitySource>>);
+/// Where the server keeps an installed [`DurabilitySource`]; without one,
+/// the metrics read the server's persistence layer ([`super::wal`]).
+#[derive(Default)]
+pub struct DurabilityCell(RwLock<Option<Arc<dyn DurabilitySource>>>);
 
 impl std::fmt::Debug for DurabilityCell {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -121,19 +128,14 @@ impl std::fmt::Debug for DurabilityCell {
 }
 
 impl DurabilityCell {
-    /// Starts with [`NoWal`] reporting `tier`.
-    pub fn new(tier: &str) -> DurabilityCell {
-        DurabilityCell(RwLock::new(Arc::new(NoWal { tier: tier.to_string() })))
-    }
-
-    /// Installs the durability layer's source (replaces the previous one).
+    /// Installs a source (replaces the previous one).
     pub fn set(&self, source: Arc<dyn DurabilitySource>) {
-        *self.0.write() = source;
+        *self.0.write() = Some(source);
     }
 
-    pub fn snapshot(&self) -> DurabilitySnapshot {
-        let source = self.0.read().clone();
-        source.snapshot()
+    /// The installed source, if any.
+    pub fn installed(&self) -> Option<Arc<dyn DurabilitySource>> {
+        self.0.read().clone()
     }
 }
 
@@ -143,8 +145,7 @@ mod tests {
 
     #[test]
     fn without_a_wal_the_histograms_have_their_buckets() {
-        let cell = DurabilityCell::new("none");
-        let s = cell.snapshot();
+        let s = NoWal { tier: "none".into() }.snapshot();
         assert_eq!(s.tier, "none");
         assert_eq!(s.fsync_seconds.buckets.len(), FSYNC_SECONDS_BOUNDS.len() + 1);
         assert_eq!(s.fsync_seconds.buckets.last().map(|b| b.0), Some(f64::INFINITY));
@@ -159,9 +160,9 @@ mod tests {
                 DurabilitySnapshot { durable_lsn: 7, ..DurabilitySnapshot::without_wal("sync") }
             }
         }
-        let cell = DurabilityCell::new("none");
+        let cell = DurabilityCell::default();
+        assert!(cell.installed().is_none());
         cell.set(Arc::new(Fixed));
-        assert_eq!(cell.snapshot().durable_lsn, 7);
-        assert_eq!(cell.snapshot().tier, "sync");
+        assert_eq!(cell.installed().map(|s| s.snapshot().durable_lsn), Some(7));
     }
 }

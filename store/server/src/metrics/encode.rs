@@ -87,6 +87,7 @@ fn command_families(s: &Scrape, f: &mut Families<'_>) -> fmt::Result {
 fn durability_families(s: &Scrape, f: &mut Families<'_>) -> fmt::Result {
     let d = &s.durability;
     f.info("cairn_durability", "The durability tier: none, async, everysec or sync.", &vec![("tier", d.tier.clone())])?;
+    f.gauge("cairn_wal_appended_lsn", "Highest log sequence number appended to the WAL buffer.", None, d.appended_lsn)?;
     f.gauge("cairn_wal_written_lsn", "Highest log sequence number written to the WAL.", None, d.written_lsn)?;
     f.gauge("cairn_wal_durable_lsn", "Highest log sequence number covered by a completed fsync.", None, d.durable_lsn)?;
     f.counter("cairn_wal_written", "Bytes written to the WAL.", Some(Unit::Bytes), d.wal_bytes_total)?;

@@ -3,7 +3,8 @@
 //! - [`scrape`]: one reading of the per-worker counters and shared state;
 //! - [`encode`]: the families Cairn exports (docs/metrics.md lists them);
 //! - [`families`]: helpers over prometheus-client's encoder;
-//! - [`durability`]: what the durability layer reports, and its default;
+//! - [`durability`]: what the durability layer reports; [`wal`]: reading it
+//!   from the server's persistence layer;
 //! - [`text_format`]: Prometheus text format 0.0.4 from OpenMetrics.
 //!
 //! Nothing here runs on the command path: workers keep plain per-worker
@@ -14,6 +15,7 @@ pub mod encode;
 pub mod families;
 pub mod scrape;
 pub mod text_format;
+pub mod wal;
 
 use prometheus_client::registry::Registry;
 

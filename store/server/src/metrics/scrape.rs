@@ -12,6 +12,8 @@ use crate::stats::{collect_latency, latency_bucket_upper_seconds, Totals, LATENC
 #[derive(Debug)]
 pub struct CommandReading {
     pub name: &'static str,
+    /// Flagged WRITE in the command table.
+    pub write: bool,
     pub ok: u64,
     pub failed: u64,
     pub rejected: u64,
@@ -48,6 +50,7 @@ impl Scrape {
         let totals = Totals::collect(&server.workers, num_commands);
         let latency = collect_latency(&server.workers, num_commands);
         let commands = command_readings(&totals, &latency);
+        let durability = durability_with_acks(server, &commands);
         let dbs = (0..server.keyspace.num_dbs())
             .map(|db| {
                 let (keys, expiring) = server.keyspace.db_size(db);
@@ -70,9 +73,21 @@ impl Scrape {
             memory_max_bytes: server.runtime.get("maxmemory").and_then(|v| v.parse().ok()).unwrap_or(0),
             ready: crate::admin::readiness(server).is_ok(),
             recovering: server.health.is_recovering(),
-            durability: server.hooks.durability.snapshot(),
+            durability,
         }
     }
+}
+
+/// The durability snapshot, with durable acks estimated when the source does
+/// not count them: in the `sync` tier every successful write's reply waits
+/// for the fsync covering it, so they are the successful write commands
+/// (counted at execution, slightly ahead of the reply).
+fn durability_with_acks(server: &Server, commands: &[CommandReading]) -> DurabilitySnapshot {
+    let mut d = super::wal::durability_snapshot(server);
+    if d.durable_acks_total == 0 && d.tier == "sync" {
+        d.durable_acks_total = commands.iter().filter(|c| c.write).map(|c| c.ok).sum();
+    }
+    d
 }
 
 fn command_readings(totals: &Totals, latency: &[[u64; LATENCY_BUCKETS]]) -> Vec<CommandReading> {
@@ -84,6 +99,7 @@ fn command_readings(totals: &Totals, latency: &[[u64; LATENCY_BUCKETS]]) -> Vec<
         .filter(|(_, ([calls, _, rejected, _], _))| calls + rejected > 0)
         .map(|(index, ([calls, usec, rejected, failed], buckets))| CommandReading {
             name: crate::commands::table::spec(index).name,
+            write: crate::commands::table::spec(index).flags & crate::commands::table::WRITE != 0,
             ok: calls.saturating_sub(*failed),
             failed: *failed,
             rejected: *rejected,
