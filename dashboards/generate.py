@@ -1,4 +1,11 @@
+#!/usr/bin/env python3
+"""Generates cairn-overview.json and cairn-durability.json (Grafana dashboards) in this directory.
+
+Edit the panels here and run `python3 dashboards/generate.py`; the Rust test
+store/server/tests/dashboards.rs and e2e/steps/30-metrics.sh check every query.
+"""
 import json
+import os
 SEL='instance=~"$instance", pod=~"$pod"'
 def s(extra=""):
     return "{" + SEL + (", " + extra if extra else "") + "}"
@@ -95,6 +102,6 @@ durability = [
     panel(12, "Durability tier", [(f'cairn_durability_info{s()}', "{{tier}}")], 12, 32, w=12, kind="stat"),
 ]
 for name, title, panels in [("overview", "Cairn / Overview", overview), ("durability", "Cairn / Durability", durability)]:
-    with open(f"cairn-{name}.json", "w") as f:
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), f"cairn-{name}.json"), "w") as f:
         json.dump(dashboard(f"cairn-{name}", title, panels, ["cairn"]), f, indent=2)
         f.write("\n")
