@@ -82,10 +82,11 @@ pub fn argv(system: &SystemConfig, binary: &str, port: u16, dir: &Path) -> Vec<S
             argv
         }
         ServerKind::Cairn => {
-            let mut argv: Vec<String> = [binary, "--port", &port, "--bind", "127.0.0.1", "--data-dir", &dir]
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
+            let mut argv: Vec<String> =
+                [binary, "--port", &port, "--bind", "127.0.0.1", "--data-dir", &dir, "--admin-port", "0"]
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect();
             if let Some(tier) = &system.durability {
                 argv.extend(["--durability".to_string(), tier.clone()]);
             }
