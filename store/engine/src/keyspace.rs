@@ -187,6 +187,11 @@ impl Keyspace {
         indexes.iter().map(|&i| self.shards[i].0.lock()).collect()
     }
 
+    /// Holds one shard's lock without borrowing its data (see [`Keyspace::hold_shards`]).
+    pub fn hold_shard(&self, index: usize) -> ReentrantMutexGuard<'_, ShardCell> {
+        self.shards[index].0.lock()
+    }
+
     /// Locks the shard of `key`.
     pub fn lock_key(&self, key: &[u8]) -> ShardGuard<'_> {
         self.lock(self.shard_of(key))

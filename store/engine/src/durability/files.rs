@@ -98,6 +98,15 @@ impl Files {
         Ok(())
     }
 
+    /// Makes sure a segment is ready for the record with LSN `base`, so the
+    /// first writes after a start never wait for a segment to be prepared.
+    pub fn ensure_active(&mut self, base: Lsn) -> Result<(), WriteError> {
+        if self.active.is_some() {
+            return Ok(());
+        }
+        self.rotate(base, 0)
+    }
+
     /// Whether a spare is wanted.
     pub fn wants_spare(&self) -> bool {
         self.spares.len() < SPARES_WANTED

@@ -138,6 +138,10 @@ impl Wal {
             _ => files.sealed.extend(tail.segments.iter().cloned()),
         }
         let next_lsn = tail.next_lsn.max(1);
+        files.ensure_active(next_lsn).map_err(|e| match e {
+            WriteError::NoSpace(e) => e,
+            WriteError::Failed(m) => std::io::Error::other(m),
+        })?;
         let shared = Arc::new(Shared {
             tier: options.tier,
             buffer: Mutex::new(Buffer { bytes: Vec::with_capacity(1 << 16), next_lsn, syncer_idle: false }),

@@ -30,60 +30,46 @@ pub enum Effect<'a> {
 
 /// The logged form of `args` (already executed successfully at `now_ms`,
 /// having produced `reply`).
-pub fn of<'a>(args: &[&'a [u8]], reply: &[u8], now_ms: u64) -> Effect<'a> {
-    let name = args[0];
+pub fn of<'a>(name: &str, args: &[&'a [u8]], reply: &[u8], now_ms: u64) -> Effect<'a> {
     let b = |s: &'static str| Cow::Borrowed(s.as_bytes());
     let owned = |v: Vec<u8>| Cow::Owned(v);
-    if is(name, "incr") || is(name, "decr") || is(name, "incrby") || is(name, "decrby") || is(name, "incrbyfloat") {
-        return match scalar(reply) {
+    match name {
+        "incr" | "decr" | "incrby" | "decrby" | "incrbyfloat" => match scalar(reply) {
             Some(value) => Effect::Rewritten(vec![b("SET"), Cow::Borrowed(args[1]), owned(value), b("KEEPTTL")]),
             None => Effect::AsSent,
-        };
-    }
-    if is(name, "hincrby") || is(name, "hincrbyfloat") {
-        return match scalar(reply) {
-            Some(value) => {
-                Effect::Rewritten(vec![b("HSET"), Cow::Borrowed(args[1]), Cow::Borrowed(args[2]), owned(value)])
-            }
+        },
+        "hincrby" | "hincrbyfloat" => match scalar(reply) {
+            Some(value) => Effect::Rewritten(vec![b("HSET"), Cow::Borrowed(args[1]), Cow::Borrowed(args[2]), owned(value)]),
             None => Effect::AsSent,
-        };
-    }
-    if is(name, "spop") {
-        let members = bulks(reply);
-        if members.is_empty() {
-            return Effect::Nothing;
+        },
+        "spop" => {
+            let members = bulks(reply);
+            if members.is_empty() {
+                return Effect::Nothing;
+            }
+            let mut out = vec![b("SREM"), Cow::Borrowed(args[1])];
+            out.extend(members.into_iter().map(owned));
+            Effect::Rewritten(out)
         }
-        let mut out = vec![b("SREM"), Cow::Borrowed(args[1])];
-        out.extend(members.into_iter().map(owned));
-        return Effect::Rewritten(out);
-    }
-    if is(name, "expire") || is(name, "pexpire") || is(name, "expireat") {
-        if reply == b":0\r\n" {
-            return Effect::Nothing;
+        "expire" | "pexpire" | "expireat" => {
+            if reply == b":0\r\n" {
+                return Effect::Nothing;
+            }
+            let Some(at) = absolute_ms(name.as_bytes(), args[2], now_ms) else { return Effect::AsSent };
+            let mut out = vec![b("PEXPIREAT"), Cow::Borrowed(args[1]), owned(at.to_string().into_bytes())];
+            out.extend(args[3..].iter().map(|a| Cow::Borrowed(*a)));
+            Effect::Rewritten(out)
         }
-        let Some(at) = absolute_ms(name, args[2], now_ms) else { return Effect::AsSent };
-        let mut out = vec![b("PEXPIREAT"), Cow::Borrowed(args[1]), owned(at.to_string().into_bytes())];
-        out.extend(args[3..].iter().map(|a| Cow::Borrowed(*a)));
-        return Effect::Rewritten(out);
+        "setex" | "psetex" => {
+            let unit: &[u8] = if name == "setex" { b"ex" } else { b"px" };
+            let Some(at) = absolute_ms(unit, args[2], now_ms) else { return Effect::AsSent };
+            let at = owned(at.to_string().into_bytes());
+            Effect::Rewritten(vec![b("SET"), Cow::Borrowed(args[1]), Cow::Borrowed(args[3]), b("PXAT"), at])
+        }
+        "set" if args.len() > 3 => set_form(args, now_ms),
+        "getex" => getex_form(args, reply, now_ms),
+        _ => Effect::AsSent,
     }
-    if is(name, "setex") || is(name, "psetex") {
-        let unit = if is(name, "setex") { "ex" } else { "px" };
-        let Some(at) = absolute_ms(unit.as_bytes(), args[2], now_ms) else { return Effect::AsSent };
-        return Effect::Rewritten(vec![
-            b("SET"),
-            Cow::Borrowed(args[1]),
-            Cow::Borrowed(args[3]),
-            b("PXAT"),
-            owned(at.to_string().into_bytes()),
-        ]);
-    }
-    if is(name, "set") {
-        return set_form(args, now_ms);
-    }
-    if is(name, "getex") {
-        return getex_form(args, reply, now_ms);
-    }
-    Effect::AsSent
 }
 
 /// SET with EX/PX/EXAT becomes SET with PXAT.
@@ -187,7 +173,8 @@ mod tests {
     use super::*;
 
     fn rewritten(args: &[&[u8]], reply: &[u8], now: u64) -> Vec<String> {
-        match of(args, reply, now) {
+        let name = String::from_utf8_lossy(args[0]).to_ascii_lowercase();
+        match of(&name, args, reply, now) {
             Effect::Rewritten(v) => v.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect(),
             other => panic!("{other:?}"),
         }
@@ -205,8 +192,8 @@ mod tests {
         assert_eq!(rewritten(&[b"SPOP", b"s"], b"$1\r\na\r\n", 0), ["SREM", "s", "a"]);
         assert_eq!(rewritten(&[b"SPOP", b"s", b"2"], b"*2\r\n$1\r\na\r\n$2\r\nbc\r\n", 0), ["SREM", "s", "a", "bc"]);
         assert_eq!(rewritten(&[b"SPOP", b"s", b"2"], b"~1\r\n$1\r\nz\r\n", 0), ["SREM", "s", "z"]);
-        assert_eq!(of(&[b"SPOP", b"s"], b"$-1\r\n", 0), Effect::Nothing);
-        assert_eq!(of(&[b"SPOP", b"s", b"3"], b"*0\r\n", 0), Effect::Nothing);
+        assert_eq!(of("spop", &[b"SPOP", b"s"], b"$-1\r\n", 0), Effect::Nothing);
+        assert_eq!(of("spop", &[b"SPOP", b"s", b"3"], b"*0\r\n", 0), Effect::Nothing);
     }
 
     #[test]
@@ -214,16 +201,16 @@ mod tests {
         assert_eq!(rewritten(&[b"EXPIRE", b"k", b"10", b"NX"], b":1\r\n", 1000), ["PEXPIREAT", "k", "11000", "NX"]);
         assert_eq!(rewritten(&[b"pexpire", b"k", b"10"], b":1\r\n", 1000), ["PEXPIREAT", "k", "1010"]);
         assert_eq!(rewritten(&[b"expireat", b"k", b"5"], b":1\r\n", 1000), ["PEXPIREAT", "k", "5000"]);
-        assert_eq!(of(&[b"expire", b"k", b"5"], b":0\r\n", 1000), Effect::Nothing);
+        assert_eq!(of("expire", &[b"expire", b"k", b"5"], b":0\r\n", 1000), Effect::Nothing);
         assert_eq!(rewritten(&[b"SETEX", b"k", b"2", b"v"], b"+OK\r\n", 1000), ["SET", "k", "v", "PXAT", "3000"]);
         assert_eq!(
             rewritten(&[b"SET", b"k", b"v", b"NX", b"EX", b"1"], b"+OK\r\n", 1000),
             ["SET", "k", "v", "NX", "PXAT", "2000"]
         );
-        assert_eq!(of(&[b"SET", b"k", b"v"], b"+OK\r\n", 1000), Effect::AsSent);
+        assert_eq!(of("set", &[b"SET", b"k", b"v"], b"+OK\r\n", 1000), Effect::AsSent);
         assert_eq!(rewritten(&[b"GETEX", b"k", b"PX", b"5"], b"$1\r\nv\r\n", 1000), ["PEXPIREAT", "k", "1005"]);
         assert_eq!(rewritten(&[b"GETEX", b"k", b"PERSIST"], b"$1\r\nv\r\n", 1000), ["PERSIST", "k"]);
-        assert_eq!(of(&[b"GETEX", b"k", b"EX", b"5"], b"$-1\r\n", 1000), Effect::Nothing);
-        assert_eq!(of(&[b"GETEX", b"k"], b"$1\r\nv\r\n", 1000), Effect::Nothing);
+        assert_eq!(of("getex", &[b"GETEX", b"k", b"EX", b"5"], b"$-1\r\n", 1000), Effect::Nothing);
+        assert_eq!(of("getex", &[b"GETEX", b"k"], b"$1\r\nv\r\n", 1000), Effect::Nothing);
     }
 }

@@ -43,12 +43,27 @@ pub fn shards_for(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[&[u8]]) -> Vec<usiz
     shards
 }
 
+/// Shard locks held around a write command.
+enum Held<'a> {
+    /// The common case, without allocating: one key.
+    One(#[allow(dead_code)] parking_lot::ReentrantMutexGuard<'a, cairn_engine::keyspace::ShardCell>),
+    Many(#[allow(dead_code)] cairn_engine::keyspace::HeldShards<'a>),
+}
+
+fn hold<'a>(ctx: &Ctx<'a>, spec: &CommandSpec, args: &[&[u8]]) -> Held<'a> {
+    let keyspace = &ctx.server.keyspace;
+    let single = spec.first_key > 0 && spec.first_key == spec.last_key && spec.flags & MOVABLE == 0;
+    match args.get(spec.first_key as usize) {
+        Some(key) if single => Held::One(keyspace.hold_shard(keyspace.shard_of(key))),
+        _ => Held::Many(keyspace.hold_shards(&shards_for(ctx, spec, args))),
+    }
+}
+
 /// Runs a write command and logs its effect (or, inside EXEC, queues it for
 /// the transaction's record).
 pub fn execute(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[&[u8]], wal: &Wal) -> CmdResult {
     wal.check_writable().map_err(|e| refused(&e))?;
-    let shards = shards_for(ctx, spec, args);
-    let held = ctx.server.keyspace.hold_shards(&shards);
+    let held = hold(ctx, spec, args);
     if ctx.client.txn_log.is_none() {
         ctx.now_ms = cairn_engine::clock::monotonic_now_ms();
     }
@@ -59,7 +74,7 @@ pub fn execute(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[&[u8]], wal: &Wal)
     let reply = &ctx.out.buffer()[reply_start..];
     let failed = result.is_err() || reply.first().is_some_and(|&b| b == b'-' || b == b'!');
     if !failed && !blocked {
-        if let Err(e) = log(ctx, args, reply_start, wal) {
+        if let Err(e) = log(ctx, spec.name, args, reply_start, wal) {
             ctx.out.buffer().truncate(reply_start);
             drop(held);
             return Err(refused(&e));
@@ -69,8 +84,8 @@ pub fn execute(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[&[u8]], wal: &Wal)
     result
 }
 
-fn log(ctx: &mut Ctx<'_>, args: &[&[u8]], reply_start: usize, wal: &Wal) -> Result<(), WalError> {
-    let effect = effect::of(args, &ctx.out.buffer()[reply_start..], ctx.now_ms);
+fn log(ctx: &mut Ctx<'_>, name: &str, args: &[&[u8]], reply_start: usize, wal: &Wal) -> Result<(), WalError> {
+    let effect = effect::of(name, args, &ctx.out.buffer()[reply_start..], ctx.now_ms);
     let logged: Cow<'_, [&[u8]]> = match &effect {
         Effect::Nothing => return Ok(()),
         Effect::AsSent => Cow::Borrowed(args),
