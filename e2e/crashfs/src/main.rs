@@ -5,7 +5,7 @@
 //! Command-line edges only; the filesystem lives in the library (`lib.rs`).
 
 use anyhow::Context;
-use cairn_crashfs::{control, fuse::CrashFs, model::Fs};
+use cairn_crashfs::{control, fuse::CrashFs, model::Fs, model::Metadata};
 use clap::{Parser, Subcommand};
 use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
@@ -25,6 +25,10 @@ enum Command {
         mountpoint: PathBuf,
         #[arg(long)]
         control: PathBuf,
+        /// `strict`: a directory's entries are durable after that directory's fsync (POSIX);
+        /// `journal`: any fsync commits all directory changes made before it (ext4-like).
+        #[arg(long, default_value = "strict", value_parser = ["strict", "journal"])]
+        metadata: String,
     },
     /// Send one command to a mounted crashfs: cut, cut-torn SEED, sync, stats, stop.
     Ctl {
@@ -36,7 +40,10 @@ enum Command {
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
-        Command::Mount { mountpoint, control } => mount(&mountpoint, &control),
+        Command::Mount { mountpoint, control, metadata } => {
+            let metadata = if metadata == "journal" { Metadata::Journal } else { Metadata::Strict };
+            mount(&mountpoint, &control, metadata)
+        }
         Command::Ctl { control, command } => {
             println!("{}", control::request(&control, &command.join(" "))?);
             Ok(())
@@ -44,8 +51,8 @@ fn main() -> anyhow::Result<()> {
     }
 }
 
-fn mount(mountpoint: &PathBuf, control_path: &PathBuf) -> anyhow::Result<()> {
-    let model = Arc::new(Mutex::new(Fs::default()));
+fn mount(mountpoint: &PathBuf, control_path: &PathBuf, metadata: Metadata) -> anyhow::Result<()> {
+    let model = Arc::new(Mutex::new(Fs::new(metadata)));
     let mut config = fuser::Config::default();
     config.mount_options = vec![fuser::MountOption::FSName("cairn-crashfs".into()), fuser::MountOption::RW];
     let session = fuser::spawn_mount(CrashFs::new(model.clone()), mountpoint, &config)
@@ -53,7 +60,11 @@ fn mount(mountpoint: &PathBuf, control_path: &PathBuf) -> anyhow::Result<()> {
     let _ = std::fs::remove_file(control_path);
     let listener = UnixListener::bind(control_path)
         .with_context(|| format!("cannot bind control socket {}", control_path.display()))?;
-    eprintln!("crashfs mounted on {}, control socket {}", mountpoint.display(), control_path.display());
+    eprintln!(
+        "crashfs mounted on {} ({metadata:?} metadata), control socket {}",
+        mountpoint.display(),
+        control_path.display()
+    );
     control::serve(&listener, &model);
     drop(session);
     let _ = std::fs::remove_file(control_path);

@@ -12,6 +12,11 @@
 //!   from the root. With `torn`, the last unsynced write of each file first reaches the disk
 //!   partially: a random number of its leading 512-byte sectors (possibly none, possibly all).
 //!
+//! - With `Metadata::Journal` (ext4-like, opt-in), an fsync or fdatasync of *any* file or
+//!   directory also makes every directory change made so far durable, as a journaling filesystem
+//!   commits all pending metadata in one transaction. File data still needs the file's own sync.
+//!   Redis 7.0 needs this mode: it never fsyncs the data directory after `mkdir appendonlydir`.
+//!
 //! Inode numbers are never reused, so the kernel's cached inodes cannot alias a new file.
 
 use crate::pages::FileData;
@@ -56,6 +61,16 @@ impl FsError {
 }
 
 pub type FsResult<T> = Result<T, FsError>;
+
+/// How directory entries become durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Metadata {
+    /// POSIX: a directory's entries are durable once that directory is fsynced.
+    #[default]
+    Strict,
+    /// ext4-like: any fsync also commits every directory change made before it.
+    Journal,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -132,6 +147,7 @@ pub struct Fs {
     open: HashMap<u64, u32>,
     orphans: HashSet<u64>,
     next_ino: u64,
+    metadata: Metadata,
     pub stats: Stats,
 }
 
@@ -145,12 +161,17 @@ impl Default for Fs {
             open: HashMap::new(),
             orphans: HashSet::new(),
             next_ino: ROOT + 1,
+            metadata: Metadata::Strict,
             stats: Stats::default(),
         }
     }
 }
 
 impl Fs {
+    pub fn new(metadata: Metadata) -> Fs {
+        Fs { metadata, ..Fs::default() }
+    }
+
     fn node(&self, ino: u64) -> FsResult<&Node> {
         self.live.get(&ino).ok_or(FsError::NotFound)
     }
@@ -382,11 +403,26 @@ impl Fs {
 
     /// fsync/fdatasync of a file (data and size) or of a directory (its entries).
     pub fn fsync(&mut self, ino: u64) -> FsResult<()> {
-        match self.node(ino)?.kind() {
+        let kind = self.node(ino)?.kind();
+        if self.metadata == Metadata::Journal {
+            self.commit_all_directories();
+        }
+        match kind {
             Kind::File => self.sync_file(ino),
             Kind::Dir => self.sync_dir(ino),
         }
         Ok(())
+    }
+
+    /// The journal commit of `Metadata::Journal`: every live directory's entries reach the disk.
+    fn commit_all_directories(&mut self) {
+        let dirs: Vec<u64> =
+            self.live.iter().filter(|(_, n)| n.kind() == Kind::Dir).map(|(ino, _)| *ino).collect();
+        let syncs = self.stats.dir_syncs;
+        for dir in dirs {
+            self.sync_dir(dir);
+        }
+        self.stats.dir_syncs = syncs;
     }
 
     fn sync_file(&mut self, ino: u64) {
@@ -635,6 +671,36 @@ mod tests {
             seen.insert(kept);
         }
         assert!(seen.len() > 2, "tearing varies with the seed: {seen:?}");
+    }
+
+    #[test]
+    fn in_journal_mode_any_fsync_commits_all_directory_changes() {
+        let mut fs = Fs::new(Metadata::Journal);
+        let d = fs.make(ROOT, name("d"), Kind::Dir, 0o755).unwrap().ino;
+        let f = fs.make(d, name("f"), Kind::File, 0o644).unwrap().ino;
+        let g = fs.make(d, name("g"), Kind::File, 0o644).unwrap().ino;
+        fs.write(f, 0, b"synced").unwrap();
+        fs.write(g, 0, b"not synced").unwrap();
+        fs.fsync(f).unwrap();
+        fs.cut(None);
+        assert_eq!(contents(&fs, d, "f"), b"synced", "mkdir and create committed by the fsync of f");
+        assert_eq!(contents(&fs, d, "g"), b"", "g's name was committed, its data was not");
+        let h = fs.make(d, name("h"), Kind::File, 0o644).unwrap().ino;
+        fs.write(h, 0, b"x").unwrap();
+        fs.cut(None);
+        assert!(fs.lookup(d, name("h")).is_err(), "no fsync at all: nothing committed");
+    }
+
+    #[test]
+    fn in_strict_mode_the_same_sequence_loses_the_new_directory() {
+        let mut fs = Fs::new(Metadata::Strict);
+        let d = fs.make(ROOT, name("d"), Kind::Dir, 0o755).unwrap().ino;
+        let f = fs.make(d, name("f"), Kind::File, 0o644).unwrap().ino;
+        fs.write(f, 0, b"synced").unwrap();
+        fs.fsync(f).unwrap();
+        fs.fsync(d).unwrap();
+        fs.cut(None);
+        assert!(fs.lookup(ROOT, name("d")).is_err(), "the root was never fsynced after mkdir d");
     }
 
     #[test]
