@@ -46,7 +46,8 @@ usage: $(basename "$0") [options] [-- extra server args...]
   --torn             (power cut) the last unsynced write of each file lands partially
   --fs-metadata M    (power cut) strict (POSIX, default) or journal (ext4-like: any fsync commits
                      all directory changes made before it)
-  --keep             keep the work directory (ack logs, server logs)
+  --keep             keep the work directory (ack logs, server logs); it is kept on failure
+                     unless CAIRN_CRASH_KEEP_ON_FAIL=0
 Extra server args default to '--durability sync' for Cairn and
 '--appendonly yes --appendfsync always --save ""' for Redis.
 USAGE
@@ -217,7 +218,7 @@ print_row() {
   printf '%5s %7s %8s %8s %6s %7s %9s %24s %s\n' "$1" "$2" "$(field acked "$line")" "$(field verified "$line")" \
     "$(field lost "$line")" "$(field changed "$line")" "$(field uncertain_landed "$line")" \
     "$(field window_p50_ms "$line")/$(field window_p99_ms "$line")/$(field window_max_ms "$line") ms" "$EXTRA_COL"
-  if [ -n "$VERIFY_PROBLEMS" ] && [ "$1" != all ]; then sed 's/^  */        /' <<<"$VERIFY_PROBLEMS"; fi
+  if [ "$VERIFY_RC" != 0 ] && [ -n "$VERIFY_PROBLEMS" ] && [ "$1" != all ]; then sed 's/^  */        /' <<<"$VERIFY_PROBLEMS"; fi
 }
 
 result_word() {
@@ -227,7 +228,7 @@ result_word() {
 cleanup() {
   kill9_server
   after_all
-  if [ "$KEEP" = 0 ] && [ "$WORST" = 0 ]; then
+  if [ "$KEEP" = 0 ] && { [ "$WORST" = 0 ] || [ "${CAIRN_CRASH_KEEP_ON_FAIL:-1}" = 0 ]; }; then
     rm -rf "$WORK"
   else
     echo "kept work dir $WORK (ack logs, server.log, harness.log)"

@@ -182,7 +182,9 @@ impl Filesystem for CrashFs {
         let mut fs = self.fs();
         let result = fs.make(parent.0, name, Kind::File, mode & !umask).and_then(|a| fs.open(a.ino).map(|()| a));
         match result {
-            Ok(attr) => reply.created(&TTL, &file_attr(&attr), Generation(0), FileHandle(0), FopenFlags::FOPEN_DIRECT_IO),
+            Ok(attr) => {
+                reply.created(&TTL, &file_attr(&attr), Generation(0), FileHandle(0), FopenFlags::FOPEN_DIRECT_IO)
+            }
             Err(e) => reply.error(errno(e)),
         }
     }

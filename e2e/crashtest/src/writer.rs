@@ -29,8 +29,7 @@ struct WriterResult {
 
 /// Runs the writers until the duration ends or each one loses its server; prints a summary.
 pub fn run(config: &RunConfig) -> anyhow::Result<()> {
-    std::fs::create_dir_all(&config.log_dir)
-        .with_context(|| format!("cannot create {}", config.log_dir.display()))?;
+    std::fs::create_dir_all(&config.log_dir).with_context(|| format!("cannot create {}", config.log_dir.display()))?;
     let barrier = Arc::new(Barrier::new(config.writers));
     let started = Instant::now();
     let handles: Vec<_> = (0..config.writers)
