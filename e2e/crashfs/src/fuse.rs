@@ -214,11 +214,18 @@ impl Filesystem for CrashFs {
         offset: u64,
         data: &[u8],
         _write_flags: WriteFlags,
-        _flags: OpenFlags,
+        flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        match self.fs().write(ino.0, offset, data) {
+        let mut fs = self.fs();
+        let result = fs.write(ino.0, offset, data);
+        // O_DSYNC (and O_SYNC, which includes it): each write is durable when it returns.
+        let result = match result {
+            Ok(n) if flags.0 & libc::O_DSYNC != 0 => fs.fsync(ino.0).map(|()| n),
+            other => other,
+        };
+        match result {
             Ok(n) => reply.written(n as u32),
             Err(e) => reply.error(errno(e)),
         }

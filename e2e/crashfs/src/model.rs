@@ -2,7 +2,8 @@
 //!
 //! Rules (POSIX taken at its word, no ext4 journal favours):
 //! - `write`, `truncate`, `fallocate` change only the live file; its changed pages and its size
-//!   reach the disk when the file is fsynced or fdatasynced (both are treated alike: data + size).
+//!   reach the disk when the file is fsynced or fdatasynced (both are treated alike: data + size),
+//!   or at once for a file opened with O_DSYNC or O_SYNC (the FUSE layer syncs after each write).
 //! - `create`, `mkdir`, `rename`, `unlink`, `rmdir` change only the live directory; the directory's
 //!   entries reach the disk when *that directory* is fsynced. A file whose name is not on disk is
 //!   gone after a power cut even if its data was synced; a name on disk whose file was never
