@@ -10,4 +10,10 @@ if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}"
 fi
+# Prometheus and promtool for e2e/steps/30-metrics.sh (its recommended packages are not needed).
+if ! dpkg -s prometheus >/dev/null 2>&1; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends prometheus
+fi
 # Debian starts a redis-server service on install; the tests start their own on ephemeral ports.

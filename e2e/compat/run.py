@@ -150,7 +150,7 @@ def server_command(kind: str, port: int, data_dir: Path, cairn_bin: Path) -> lis
             "--enable-debug-command", "yes", "--enable-protected-configs", "yes",
         ]
     if kind == "cairn":
-        return [str(cairn_bin), "--port", str(port), "--bind", HOST, "--data-dir", str(data_dir)]
+        return [str(cairn_bin), "--port", str(port), "--bind", HOST, "--data-dir", str(data_dir), "--admin-port", "0"]
     raise ValueError(f"unknown server {kind}")
 
 

@@ -76,6 +76,18 @@ pub struct Args {
     /// TESTING ONLY: never fsync (shows that the crash tests catch a server that skips fsync).
     #[arg(long, env = "CAIRN_UNSAFE_SKIP_FSYNC", hide = true, num_args = 0..=1, default_missing_value = "true")]
     pub unsafe_skip_fsync: Option<bool>,
+    /// HTTP admin port: /metrics, /healthz, /readyz, /v1/... (0 picks a free port).
+    #[arg(long, env = "CAIRN_ADMIN_PORT")]
+    pub admin_port: Option<u16>,
+    /// Address the admin port listens on (default: as --bind).
+    #[arg(long, env = "CAIRN_ADMIN_BIND")]
+    pub admin_bind: Option<String>,
+    /// Bearer token the admin API's mutating endpoints require.
+    #[arg(long, env = "CAIRN_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+    /// File holding the admin bearer token (surrounding whitespace is ignored).
+    #[arg(long, env = "CAIRN_ADMIN_TOKEN_FILE")]
+    pub admin_token_file: Option<PathBuf>,
 }
 
 /// The resolved configuration the server runs with.
@@ -99,6 +111,13 @@ pub struct Config {
     pub snapshot_wal_bytes: u64,
     pub snapshot_interval_secs: u64,
     pub unsafe_skip_fsync: bool,
+    /// HTTP admin port (0: ephemeral).
+    pub admin_port: u16,
+    /// Address of the admin listener.
+    pub admin_bind: String,
+    /// Bearer token of the admin API's mutating endpoints (`None`: they are
+    /// refused).
+    pub admin_token: Option<String>,
 }
 
 impl Default for Config {
@@ -121,6 +140,9 @@ impl Default for Config {
             snapshot_wal_bytes: 256 << 20,
             snapshot_interval_secs: 3600,
             unsafe_skip_fsync: false,
+            admin_port: 8379,
+            admin_bind: "127.0.0.1".to_string(),
+            admin_token: None,
         }
     }
 }
@@ -152,6 +174,13 @@ impl Config {
             None => d.durability,
         };
         let mib = |v: Option<u64>, default: u64| v.map_or(default, |m| m.saturating_mul(1 << 20));
+        // Flags/env win over the file as a pair: a token file on the command
+        // line replaces a token in the file, and the other way round.
+        let admin_token = match admin_token(args.admin_token, args.admin_token_file.as_deref())? {
+            Some(token) => Some(token),
+            None => admin_token(file.admin_token, file.admin_token_file.as_deref())?,
+        };
+        let bind = args.bind.or(file.bind).unwrap_or(d.bind);
         let config = Config {
             durability,
             wal_segment_bytes: mib(args.wal_segment_mb.or(file.wal_segment_mb), d.wal_segment_bytes),
@@ -162,7 +191,10 @@ impl Config {
                 .unwrap_or(d.snapshot_interval_secs),
             unsafe_skip_fsync: args.unsafe_skip_fsync.or(file.unsafe_skip_fsync).unwrap_or(false),
             port: args.port.or(file.port).unwrap_or(d.port),
-            bind: args.bind.or(file.bind).unwrap_or(d.bind),
+            admin_port: args.admin_port.or(file.admin_port).unwrap_or(d.admin_port),
+            admin_bind: args.admin_bind.or(file.admin_bind).unwrap_or_else(|| bind.clone()),
+            admin_token,
+            bind,
             threads: args.threads.or(file.threads),
             cpus: args.cpus.or(file.cpus),
             data_dir: args.data_dir.or(file.data_dir).unwrap_or(d.data_dir),
@@ -213,9 +245,28 @@ impl Config {
             threads: Some(1),
             data_dir: data_dir.to_path_buf(),
             wal_segment_bytes: 1 << 20,
+            admin_port: 0,
             ..Config::default()
         }
     }
+}
+
+/// The admin token, given inline or in a file (not both; never empty).
+fn admin_token(inline: Option<String>, file: Option<&Path>) -> Result<Option<String>, ConfigError> {
+    let invalid = |reason: &str| ConfigError::Invalid { name: "admin-token", reason: reason.to_string() };
+    let token = match (inline, file) {
+        (Some(_), Some(_)) => return Err(invalid("give --admin-token or --admin-token-file, not both")),
+        (Some(token), None) => token,
+        (None, Some(path)) => std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?
+            .trim()
+            .to_string(),
+        (None, None) => return Ok(None),
+    };
+    if token.is_empty() {
+        return Err(invalid("the token is empty"));
+    }
+    Ok(Some(token))
 }
 
 fn read_file(path: &Path) -> Result<Args, ConfigError> {
@@ -249,6 +300,24 @@ mod tests {
         assert!(Config::resolve(args).is_err());
         let args = Args::parse_from(["cairn", "--cpus", "x"]);
         assert!(Config::resolve(args).is_err());
+    }
+
+    #[test]
+    fn admin_flags() {
+        let args = Args::parse_from(["cairn", "--bind", "0.0.0.0"]);
+        let config = Config::resolve(args).unwrap();
+        assert_eq!((config.admin_port, config.admin_bind.as_str(), config.admin_token), (8379, "0.0.0.0", None));
+        let dir = std::env::temp_dir().join(format!("cairn-config-test3-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("token");
+        std::fs::write(&file, "s3cret\n").unwrap();
+        let args = Args::parse_from(["cairn", "--admin-port", "0", "--admin-token-file", file.to_str().unwrap()]);
+        let config = Config::resolve(args).unwrap();
+        assert_eq!((config.admin_port, config.admin_token.as_deref()), (0, Some("s3cret")));
+        std::fs::write(&file, "\n").unwrap();
+        let args = Args::parse_from(["cairn", "--admin-token-file", file.to_str().unwrap()]);
+        assert!(Config::resolve(args).is_err(), "an empty token file is an error");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

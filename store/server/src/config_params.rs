@@ -157,6 +157,42 @@ pub fn check_value(param: &Param, value: &str, current: &str) -> Result<String, 
     }
 }
 
+/// Why CONFIG SET (or `PUT /v1/config`) refused a set of changes; the
+/// `Display` text is Redis's message without the `ERR ` prefix.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SetError {
+    #[error("Unknown option or number of arguments for CONFIG SET - '{0}'")]
+    Unknown(String),
+    #[error("CONFIG SET failed (possibly related to argument '{name}') - {reason}")]
+    Refused { name: String, reason: String },
+}
+
+/// Checks `(name, value)` changes the way CONFIG SET does (known, mutable,
+/// not repeated, valid value) and returns them normalized, ready for
+/// [`RuntimeConfig::set_all`]. Nothing is applied when one is refused.
+pub fn validate_changes<'a>(
+    runtime: &RuntimeConfig,
+    changes: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Result<Vec<(&'static str, String)>, SetError> {
+    let refused = |name: &str, reason: &str| SetError::Refused { name: name.to_string(), reason: reason.to_string() };
+    let mut updates: Vec<(&'static str, String)> = Vec::new();
+    for (name, value) in changes {
+        let Some(param) = find(name) else {
+            return Err(SetError::Unknown(name.to_string()));
+        };
+        if !param.mutable {
+            return Err(refused(name, "can't set immutable config"));
+        }
+        if updates.iter().any(|(n, _)| *n == param.name) {
+            return Err(refused(name, "duplicate parameter"));
+        }
+        let current = runtime.get(param.name).unwrap_or_default();
+        let value = check_value(param, value, &current).map_err(|why| refused(name, &why))?;
+        updates.push((param.name, value));
+    }
+    Ok(updates)
+}
+
 /// Parses `100`, `1k`, `1kb`, `5mb`, `1gb` (k = 1000, kb = 1024, as Redis).
 pub fn parse_memory(text: &str) -> Option<u64> {
     let lower = text.to_ascii_lowercase();

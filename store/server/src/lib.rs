@@ -18,10 +18,14 @@
 //! - [`shutdown`]: the signal that stops every worker.
 //! - [`persistence`]: durability tiers, logging every write, durable acks,
 //!   snapshots and recovery (over the engine's `durability` module).
+//! - [`admin`]: the HTTP admin server (axum, own thread); [`metrics`]: the
+//!   Prometheus metrics it serves; [`health`]: readiness; [`logging`]: the
+//!   tracing setup whose filter the admin API can change.
 //!
 //! Tests start a server in-process with [`start`] on an ephemeral port; the
 //! binary calls [`run`].
 
+pub mod admin;
 pub mod blocking;
 pub mod client;
 pub mod commands;
@@ -29,7 +33,10 @@ pub mod config;
 pub mod config_params;
 pub mod connection;
 pub mod cpus;
+pub mod health;
 pub mod listener;
+pub mod logging;
+pub mod metrics;
 pub mod persistence;
 pub mod server;
 pub mod shutdown;
@@ -54,6 +61,8 @@ pub enum StartError {
     Listen { addr: String, source: std::io::Error },
     #[error("cannot create data directory {path}: {source}")]
     DataDir { path: String, source: std::io::Error },
+    #[error("cannot listen on {addr} (admin port): {source}")]
+    AdminListen { addr: String, source: std::io::Error },
     #[error("cannot start worker thread: {0}")]
     Thread(std::io::Error),
     #[error("recovery failed: {0}")]
@@ -65,6 +74,8 @@ pub enum StartError {
 pub struct RunningServer {
     /// The address the RESP listener is bound to (with the actual port).
     pub addr: SocketAddr,
+    /// The address the HTTP admin server is bound to (with the actual port).
+    pub admin_addr: SocketAddr,
     pub server: Arc<Server>,
     threads: Vec<std::thread::JoinHandle<()>>,
 }
@@ -72,6 +83,7 @@ pub struct RunningServer {
 impl RunningServer {
     /// Triggers shutdown and waits for every worker to stop.
     pub fn stop(self) {
+        self.server.health.set_shutting_down();
         self.server.shutdown.trigger();
         self.join();
     }
@@ -96,8 +108,11 @@ pub fn start(config: Config, shutdown: Shutdown) -> Result<RunningServer, StartE
     let listen_error = |source| StartError::Listen { addr: format!("{}:{}", config.bind, config.port), source };
     let wanted = listener::resolve(&config.bind, config.port).map_err(listen_error)?;
     let (addr, listeners) = listener::bind_all(wanted, plan.len()).map_err(listen_error)?;
+    let (admin_addr, admin_listener) = admin::bind(&config.admin_bind, config.admin_port).map_err(|source| {
+        StartError::AdminListen { addr: format!("{}:{}", config.admin_bind, config.admin_port), source }
+    })?;
     let server = Arc::new(Server::new(config, addr.port(), plan.len(), shutdown));
-    let mut threads = Vec::with_capacity(plan.len());
+    let mut threads = Vec::with_capacity(plan.len() + 2);
     for (index, (cpu, listener)) in plan.iter().zip(listeners).enumerate() {
         match worker::spawn(server.clone(), index, *cpu, listener) {
             Ok(t) => threads.push(t),
@@ -105,6 +120,14 @@ pub fn start(config: Config, shutdown: Shutdown) -> Result<RunningServer, StartE
                 server.shutdown.trigger();
                 return Err(StartError::Thread(e));
             }
+        }
+    }
+    // The admin port answers during recovery: /healthz 200, /readyz 503.
+    match admin::spawn(server.clone(), admin_listener) {
+        Ok(t) => threads.push(t),
+        Err(e) => {
+            server.shutdown.trigger();
+            return Err(StartError::Thread(e));
         }
     }
     let recovered = match persistence::recover::recover(&server) {
@@ -118,6 +141,7 @@ pub fn start(config: Config, shutdown: Shutdown) -> Result<RunningServer, StartE
         }
     };
     server.persistence.loading.store(false, std::sync::atomic::Ordering::Release);
+    server.health.set_recovering(false);
     tracing::info!(
         snapshot_lsn = recovered.snapshot_lsn,
         snapshot_records = recovered.snapshot_records,
@@ -133,12 +157,13 @@ pub fn start(config: Config, shutdown: Shutdown) -> Result<RunningServer, StartE
     }
     tracing::info!(
         %addr,
+        %admin_addr,
         workers = plan.len(),
         cpus = ?plan,
         data_dir = %server.config.data_dir.display(),
         "Ready to accept connections"
     );
-    Ok(RunningServer { addr, server, threads })
+    Ok(RunningServer { addr, admin_addr, server, threads })
 }
 
 /// Runs the server until `shutdown` is triggered.

@@ -2,7 +2,6 @@
 //! server until SIGINT or SIGTERM.
 
 use anyhow::Context;
-use cairn_server::config::LogFormat;
 use cairn_server::{Args, Config, Shutdown};
 use clap::Parser;
 
@@ -53,15 +52,7 @@ fn check(args: CheckArgs) -> anyhow::Result<()> {
 }
 
 fn init_logging(config: &Config) -> anyhow::Result<()> {
-    let filter = tracing_subscriber::EnvFilter::try_new(&config.log_level)
-        .with_context(|| format!("invalid log level '{}'", config.log_level))?;
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
-    match config.log_format {
-        LogFormat::Json => builder.json().init(),
-        LogFormat::Text => builder.init(),
-    }
-    Ok(())
+    cairn_server::logging::init(config).context("cannot set up logging")
 }
 
 /// Blocks until SIGINT/SIGTERM arrives or the server shuts itself down.

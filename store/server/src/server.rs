@@ -40,6 +40,10 @@ pub struct Server {
     ops_sampler: Mutex<OpsSampler>,
     /// Durability: the tier, the log, snapshots, recovery state.
     pub persistence: crate::persistence::Persistence,
+    /// Readiness (/readyz): recovering, shutting down, write failures.
+    pub health: crate::health::Health,
+    /// Replacements for what /metrics and the admin API read from `persistence`.
+    pub hooks: crate::admin::hooks::Hooks,
 }
 
 /// instantaneous_ops_per_sec: the mean rate over the last 16 samples, as Redis.
@@ -83,6 +87,8 @@ impl Server {
             last_save_secs: std::sync::atomic::AtomicU64::new(started_ms / 1000),
             ops_sampler: Mutex::new(OpsSampler { last_ms: started_ms, ..OpsSampler::default() }),
             persistence,
+            health: crate::health::Health::new(),
+            hooks: crate::admin::hooks::Hooks::default(),
             config,
         }
     }

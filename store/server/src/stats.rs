@@ -25,13 +25,54 @@ impl LocalCounter {
     }
 }
 
-/// Per-command counters (INFO commandstats).
+/// Latency buckets per command: bucket 0 holds calls under 1 µs, bucket `i`
+/// (1..=22) calls of `2^(i-1)` to `2^i - 1` µs, the last one everything from
+/// 2^22 µs (≈ 4.2 s) up. Powers of two: the index is one `leading_zeros`.
+pub const LATENCY_BUCKETS: usize = 24;
+
+/// Per-command counters (INFO commandstats, and the latency histogram that
+/// `/metrics` exports).
 #[derive(Debug, Default)]
 pub struct CommandCounters {
     pub calls: LocalCounter,
     pub usec: LocalCounter,
     pub rejected: LocalCounter,
     pub failed: LocalCounter,
+    pub latency: [LocalCounter; LATENCY_BUCKETS],
+}
+
+impl CommandCounters {
+    /// Records one call's duration: the µs total and its log2 bucket.
+    #[inline]
+    pub fn record_usec(&self, usec: u64) {
+        self.usec.add(usec);
+        self.latency[latency_bucket(usec)].add(1);
+    }
+}
+
+/// The latency bucket of a duration in µs.
+#[inline]
+pub fn latency_bucket(usec: u64) -> usize {
+    ((u64::BITS - usec.leading_zeros()) as usize).min(LATENCY_BUCKETS - 1)
+}
+
+/// Upper bound, in seconds, of latency bucket `i` (`None` for the last, +Inf).
+pub fn latency_bucket_upper_seconds(i: usize) -> Option<f64> {
+    (i + 1 < LATENCY_BUCKETS).then(|| (1u64 << i) as f64 / 1e6)
+}
+
+/// Per-command latency bucket counts summed over the workers (not cumulative),
+/// indexed like the command table. Read on scrape only.
+pub fn collect_latency(workers: &[std::sync::Arc<WorkerStats>], num_commands: usize) -> Vec<[u64; LATENCY_BUCKETS]> {
+    let mut out = vec![[0u64; LATENCY_BUCKETS]; num_commands];
+    for w in workers {
+        for (cell, c) in out.iter_mut().zip(w.per_command.iter()) {
+            for (n, bucket) in cell.iter_mut().zip(&c.latency) {
+                *n += bucket.get();
+            }
+        }
+    }
+    out
 }
 
 /// One worker's statistics.
@@ -142,5 +183,39 @@ impl Totals {
         }
         self.errors.retain(|_, n| *n > 0);
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_buckets_are_powers_of_two() {
+        assert_eq!(latency_bucket(0), 0);
+        assert_eq!(latency_bucket(1), 1);
+        assert_eq!(latency_bucket(2), 2);
+        assert_eq!(latency_bucket(3), 2);
+        assert_eq!(latency_bucket(4), 3);
+        assert_eq!(latency_bucket(1 << 21), 22);
+        assert_eq!(latency_bucket((1 << 22) - 1), 22);
+        assert_eq!(latency_bucket(1 << 22), LATENCY_BUCKETS - 1);
+        assert_eq!(latency_bucket(u64::MAX), LATENCY_BUCKETS - 1);
+        assert_eq!(latency_bucket_upper_seconds(0), Some(1e-6));
+        assert_eq!(latency_bucket_upper_seconds(2), Some(4e-6));
+        assert_eq!(latency_bucket_upper_seconds(LATENCY_BUCKETS - 1), None);
+    }
+
+    #[test]
+    fn a_recorded_call_lands_under_its_upper_bound() {
+        let c = CommandCounters::default();
+        c.record_usec(5);
+        c.record_usec(5);
+        c.record_usec(0);
+        assert_eq!(c.usec.get(), 10);
+        assert_eq!(c.latency[3].get(), 2);
+        assert_eq!(c.latency[0].get(), 1);
+        // 5 µs is within the bucket whose upper bound is 8 µs.
+        assert!(latency_bucket_upper_seconds(3).is_some_and(|le| le >= 5e-6));
     }
 }

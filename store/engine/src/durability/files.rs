@@ -91,7 +91,7 @@ impl Files {
     pub fn adopt_spare(&mut self, name: &str) -> io::Result<()> {
         let file = self.storage.open(&self.path(name))?;
         let size = file.len()?;
-        if let Some(id) = name.trim_start_matches("wal-spare-").trim_end_matches(".tmp").parse::<u64>().ok() {
+        if let Ok(id) = name.trim_start_matches("wal-spare-").trim_end_matches(".tmp").parse::<u64>() {
             self.next_spare_id = self.next_spare_id.max(id + 1);
         }
         self.spares.push(Spare { name: name.to_string(), file, size });
@@ -204,7 +204,7 @@ impl Files {
         let mut recycled = 0;
         loop {
             let next_base = self.sealed.get(1).map(|s| s.0).or_else(|| self.active.as_ref().map(|a| a.base));
-            let Some(&(_, ref name)) = self.sealed.front() else { break };
+            let Some((_, name)) = self.sealed.front() else { break };
             if next_base.is_none_or(|b| b > lsn + 1) {
                 break;
             }

@@ -112,9 +112,10 @@ fn stream_commands<E>(key: &[u8], stream: &Stream, emit: &mut impl FnMut(&[&[u8]
     let mut entries =
         stream.range(StreamId { ms: 0, seq: 0 }, StreamId { ms: u64::MAX, seq: u64::MAX }, false).peekable();
     if entries.peek().is_none() {
-        // An empty stream: create it with a throwaway entry trimmed at once.
-        let last = id_text(meta.last_id);
-        emit(&[b"XADD", key, b"MAXLEN", b"0", &last, b"x", b"y"])?;
+        // An empty stream: create it with a throwaway entry trimmed at once
+        // (ID 0-1, the smallest XADD accepts); XSETID below restores the
+        // real last ID and counters.
+        emit(&[b"XADD", key, b"MAXLEN", b"0", b"0-1", b"x", b"y"])?;
     }
     for entry in entries {
         let id = id_text(entry.id);

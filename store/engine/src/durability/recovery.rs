@@ -157,7 +157,7 @@ pub fn recover_log(
             ScanEnd::Clean => {}
         }
     }
-    tail.resume = next >= after_lsn + 1;
+    tail.resume = next > after_lsn;
     tail.next_lsn = next.max(after_lsn + 1);
     tail.segments = kept;
     tail.end_offset = end_offset;

@@ -20,6 +20,10 @@ pub trait StorageFile: Send + Debug {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize>;
     /// Current length in bytes.
     fn len(&self) -> io::Result<u64>;
+    /// Whether the file is empty.
+    fn is_empty(&self) -> io::Result<bool> {
+        Ok(self.len()? == 0)
+    }
     /// Makes written data durable (`fdatasync`): enough when the file size
     /// did not change.
     fn sync_data(&mut self) -> io::Result<()>;

@@ -31,7 +31,7 @@ pub fn info(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 /// The sections to render, in Redis's order, from INFO's arguments.
-fn requested_sections(args: &[&[u8]]) -> Vec<&'static str> {
+pub fn requested_sections(args: &[&[u8]]) -> Vec<&'static str> {
     let mut wanted: Vec<String> = args.iter().map(|a| String::from_utf8_lossy(a).to_ascii_lowercase()).collect();
     if wanted.is_empty() {
         wanted.push("default".into());
@@ -131,7 +131,7 @@ fn clients_section(server: &Server, out: &mut String) -> &'static str {
 }
 
 /// Resident set size in bytes, from /proc.
-fn rss_bytes() -> u64 {
+pub fn rss_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
     let pages: u64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
     pages * 4096

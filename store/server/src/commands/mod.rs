@@ -96,7 +96,7 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
         Some(wal) if spec.flags & table::WRITE != 0 => crate::persistence::logging::execute(ctx, spec, args, wal),
         _ => (spec.handler)(ctx, args),
     };
-    counters.usec.add(started.elapsed().as_micros() as u64);
+    counters.record_usec(started.elapsed().as_micros() as u64);
     counters.calls.add(1);
     ctx.stats.commands.add(1);
     match result {

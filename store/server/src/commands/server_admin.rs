@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 
 use super::{int_arg, is, text, CmdError, CmdResult, Ctx};
-use crate::config_params::{self, check_value};
+use crate::config_params;
 
 /// Writes a HELP reply: one status line per entry.
 pub fn write_help(ctx: &mut Ctx<'_>, lines: &[&str]) {
@@ -81,25 +81,9 @@ fn config_get(ctx: &mut Ctx<'_>, patterns: &[&[u8]]) {
 }
 
 fn config_set(ctx: &mut Ctx<'_>, pairs: &[&[u8]]) -> CmdResult {
-    let failed = |name: &str, why: &str| {
-        CmdError::err(format!("CONFIG SET failed (possibly related to argument '{name}') - {why}"))
-    };
-    let mut updates: Vec<(&'static str, String)> = Vec::new();
-    for pair in pairs.chunks_exact(2) {
-        let name = text(pair[0]);
-        let Some(param) = config_params::find(&name) else {
-            return Err(CmdError::err(format!("Unknown option or number of arguments for CONFIG SET - '{name}'")));
-        };
-        if !param.mutable {
-            return Err(failed(&name, "can't set immutable config"));
-        }
-        if updates.iter().any(|(n, _)| *n == param.name) {
-            return Err(failed(&name, "duplicate parameter"));
-        }
-        let current = ctx.server.runtime.get(param.name).unwrap_or_default();
-        let value = check_value(param, &text(pair[1]), &current).map_err(|why| failed(&name, &why))?;
-        updates.push((param.name, value));
-    }
+    let texts: Vec<(String, String)> = pairs.chunks_exact(2).map(|pair| (text(pair[0]), text(pair[1]))).collect();
+    let changes = texts.iter().map(|(name, value)| (name.as_str(), value.as_str()));
+    let updates = config_params::validate_changes(&ctx.server.runtime, changes).map_err(CmdError::err)?;
     ctx.server.runtime.set_all(&updates);
     ctx.out.ok();
     Ok(())

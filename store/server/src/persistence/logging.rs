@@ -53,8 +53,9 @@ pub fn execute(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[&[u8]], wal: &Wal)
         ctx.now_ms = cairn_engine::clock::monotonic_now_ms();
     }
     let reply_start = ctx.out.buffer().len();
+    let was_blocked = matches!(ctx.client.block, BlockState::Blocked(_) | BlockState::NotServed);
     let result = (spec.handler)(ctx, args);
-    let blocked = matches!(ctx.client.block, BlockState::Blocked(_) | BlockState::NotServed);
+    let blocked = !was_blocked && matches!(ctx.client.block, BlockState::Blocked(_) | BlockState::NotServed);
     let reply = &ctx.out.buffer()[reply_start..];
     let failed = result.is_err() || reply.first().is_some_and(|&b| b == b'-' || b == b'!');
     if !failed && !blocked {

@@ -78,6 +78,9 @@ pub struct Persistence {
     pub recovery_records: AtomicU64,
     /// Asks the background snapshot thread for a snapshot (BGSAVE).
     pub snapshot_requested: AtomicBool,
+    /// Run the log's syncer on its own thread (false: tests drive it with
+    /// `Wal::sync_round`).
+    pub background_sync: bool,
 }
 
 impl std::fmt::Debug for Persistence {
@@ -110,6 +113,7 @@ impl Persistence {
             snapshot_lock: Mutex::new(()),
             recovery_records: AtomicU64::new(0),
             snapshot_requested: AtomicBool::new(false),
+            background_sync: true,
         }
     }
 

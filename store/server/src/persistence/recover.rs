@@ -61,7 +61,11 @@ pub fn recover(server: &Server) -> Result<Recovered, RecoverError> {
     p.recovered_lsn.store(tail.next_lsn - 1, Ordering::Release);
     if p.tier.logs() {
         let notify = p.durable_notify.clone();
-        let options = WalOptions { segment_size: server.config.wal_segment_bytes, ..WalOptions::new(p.tier) };
+        let options = WalOptions {
+            segment_size: server.config.wal_segment_bytes,
+            background: p.background_sync,
+            ..WalOptions::new(p.tier)
+        };
         let wal = Wal::open(p.storage.clone(), &p.dir, options, tail, Box::new(move |_| notify.notify_waiters()))
             .map_err(|source| RecoverError::Open { dir: p.dir.display().to_string(), source })?;
         p.set_wal(wal);

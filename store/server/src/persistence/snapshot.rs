@@ -92,8 +92,12 @@ fn wait_log_durable(p: &Persistence, lsn: u64) -> Result<(), WalError> {
         if let Err(e @ WalError::Failed(_)) = wal.check_writable() {
             return Err(e);
         }
-        wal.request_sync(lsn);
-        std::thread::sleep(Duration::from_millis(1));
+        if p.background_sync {
+            wal.request_sync(lsn);
+            std::thread::sleep(Duration::from_millis(1));
+        } else {
+            wal.sync_round(true);
+        }
     }
     Ok(())
 }

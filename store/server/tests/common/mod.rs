@@ -10,6 +10,8 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub mod http;
+
 use cairn_server::{Config, RunningServer, Shutdown};
 use redis_protocol::resp3::decode::complete::decode;
 use redis_protocol::resp3::types::OwnedFrame;
@@ -44,6 +46,11 @@ impl TestServer {
 
     pub fn addr(&self) -> SocketAddr {
         self.running.as_ref().expect("running").addr
+    }
+
+    /// The HTTP admin server's address.
+    pub fn admin_addr(&self) -> SocketAddr {
+        self.running.as_ref().expect("running").admin_addr
     }
 
     pub fn client(&self) -> Client {

@@ -1,0 +1,124 @@
+//! Key ownership and self-describing values.
+//!
+//! Every connection owns its keys: `{prefix}:{family}:{conn}:{k}` for `k` in `0..keys_per_conn`,
+//! with one family per operation type (`s` strings for SET/GET, `n` INCR counters, `l` lists,
+//! `h` hashes). No other connection touches them, so the connection knows exactly what each of
+//! its replies must be, even with pipelining. The prefix carries a run id, so runs never collide.
+//!
+//! A value is `{version:x}.{conn:x}.{k:x}.` followed by filler up to the value size (never
+//! shorter than that header): the version is the count of writes to that key so far, which lets
+//! the durability audit tell an older value (a lost write) from a garbled one.
+
+use std::io::Write;
+
+/// Key families, one per kind of data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Family {
+    Strings,
+    Counters,
+    Lists,
+    Hashes,
+}
+
+impl Family {
+    pub fn tag(self) -> u8 {
+        match self {
+            Family::Strings => b's',
+            Family::Counters => b'n',
+            Family::Lists => b'l',
+            Family::Hashes => b'h',
+        }
+    }
+
+    pub fn from_tag(tag: u8) -> Option<Family> {
+        [Family::Strings, Family::Counters, Family::Lists, Family::Hashes].into_iter().find(|f| f.tag() == tag)
+    }
+}
+
+/// Fields per hash key: hash key `k / HASH_FIELDS` holds field `k % HASH_FIELDS`.
+pub const HASH_FIELDS: u64 = 16;
+
+/// Names keys and builds values for one run.
+#[derive(Debug, Clone)]
+pub struct KeyNamer {
+    pub prefix: String,
+    pub value_size: usize,
+}
+
+impl KeyNamer {
+    /// Writes the key of `(family, conn, k)` into `out` (cleared first).
+    pub fn key(&self, out: &mut Vec<u8>, family: Family, conn: u32, k: u64) {
+        out.clear();
+        let k = if family == Family::Hashes { k / HASH_FIELDS } else { k };
+        let _ = write!(out, "{}:{}:{conn}:{k}", self.prefix, family.tag() as char);
+    }
+
+    /// Writes the hash field of key index `k` into `out` (cleared first).
+    pub fn field(out: &mut Vec<u8>, k: u64) {
+        out.clear();
+        let _ = write!(out, "f{}", k % HASH_FIELDS);
+    }
+
+    /// Writes the value of the `version`th write of `(conn, k)` into `out` (cleared first).
+    pub fn value(&self, out: &mut Vec<u8>, conn: u32, k: u64, version: u64) {
+        out.clear();
+        let _ = write!(out, "{version:x}.{conn:x}.{k:x}.");
+        let header = out.len();
+        for i in header..self.value_size.max(header) {
+            out.push(b'a' + ((version as usize + i) % 26) as u8);
+        }
+    }
+}
+
+/// The `(version, conn, k)` a value claims to be, if it has the shape of one.
+pub fn parse_value(value: &[u8]) -> Option<(u64, u32, u64)> {
+    let mut parts = value.splitn(4, |&b| b == b'.');
+    let hex = |p: Option<&[u8]>| std::str::from_utf8(p?).ok().and_then(|s| u64::from_str_radix(s, 16).ok());
+    let version = hex(parts.next())?;
+    let conn = u32::try_from(hex(parts.next())?).ok()?;
+    let k = hex(parts.next())?;
+    parts.next()?;
+    Some((version, conn, k))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn namer(size: usize) -> KeyNamer {
+        KeyNamer { prefix: "cb1".into(), value_size: size }
+    }
+
+    #[test]
+    fn keys_name_the_family_connection_and_index() {
+        let mut out = Vec::new();
+        namer(8).key(&mut out, Family::Strings, 3, 17);
+        assert_eq!(out, b"cb1:s:3:17");
+        namer(8).key(&mut out, Family::Hashes, 3, 17);
+        assert_eq!(out, b"cb1:h:3:1");
+        KeyNamer::field(&mut out, 17);
+        assert_eq!(out, b"f1");
+    }
+
+    #[test]
+    fn values_have_the_requested_size_and_describe_themselves() {
+        let mut out = Vec::new();
+        namer(256).value(&mut out, 7, 300, 42);
+        assert_eq!(out.len(), 256);
+        assert!(out.starts_with(b"2a.7.12c."));
+        assert_eq!(parse_value(&out), Some((42, 7, 300)));
+        namer(3).value(&mut out, 7, 300, 42);
+        assert_eq!(out, b"2a.7.12c.", "never shorter than the header");
+        let mut other = Vec::new();
+        namer(256).value(&mut other, 7, 300, 43);
+        namer(256).value(&mut out, 7, 300, 42);
+        assert_ne!(out, other);
+    }
+
+    #[test]
+    fn foreign_values_do_not_parse() {
+        assert_eq!(parse_value(b"hello"), None);
+        assert_eq!(parse_value(b"zz.1.2.xx"), None);
+        assert_eq!(parse_value(b"1.2.3"), None);
+    }
+}

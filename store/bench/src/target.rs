@@ -1,0 +1,153 @@
+//! Where the load goes: a [`Target`] opens [`Connection`]s that queue requests, send them in one
+//! write and read the replies in order. RESP is the one implementation today; the native protocol
+//! will be a second `Target` with the same request vocabulary (an argv of byte strings).
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::resp::{encode_request, parse_reply, ProtocolError, Reply};
+
+/// Failures talking to a server.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    #[error("cannot connect to {addr}: {source}")]
+    Connect { addr: String, source: std::io::Error },
+    #[error("connecting to {0} timed out")]
+    ConnectTimeout(String),
+    #[error("I/O error on {addr}: {source}")]
+    Io { addr: String, source: std::io::Error },
+    #[error("{addr} closed the connection")]
+    Closed { addr: String },
+    #[error("{addr}: {source}")]
+    Protocol { addr: String, source: ProtocolError },
+    #[error("{addr} refused AUTH: {reply}")]
+    Auth { addr: String, reply: String },
+}
+
+/// A server the driver can open connections to.
+pub trait Target: Send + Sync + 'static {
+    type Conn: Connection;
+    /// Opens one connection, authenticated if the target has a password.
+    fn connect(&self) -> impl Future<Output = Result<Self::Conn, TargetError>> + Send;
+    /// `host:port` (or whatever names the target in reports).
+    fn describe(&self) -> String;
+}
+
+/// One connection: requests are queued, sent together by [`Connection::flush`], and their
+/// replies read back in order.
+pub trait Connection: Send + 'static {
+    /// Queues one request given as an argv (`[b"SET", key, value]`).
+    fn queue(&mut self, args: &[&[u8]]);
+    /// Sends every queued request in one write.
+    fn flush(&mut self) -> impl Future<Output = Result<(), TargetError>> + Send;
+    /// Reads the next reply.
+    fn read_reply(&mut self) -> impl Future<Output = Result<Reply, TargetError>> + Send;
+}
+
+/// A RESP2 server on TCP.
+#[derive(Debug, Clone)]
+pub struct RespTarget {
+    pub addr: String,
+    pub password: Option<String>,
+    pub connect_timeout: Duration,
+}
+
+impl RespTarget {
+    pub fn new(addr: impl Into<String>, password: Option<String>) -> RespTarget {
+        RespTarget { addr: addr.into(), password, connect_timeout: Duration::from_secs(10) }
+    }
+}
+
+impl Target for RespTarget {
+    type Conn = RespConnection;
+
+    async fn connect(&self) -> Result<RespConnection, TargetError> {
+        let connecting = TcpStream::connect(&self.addr);
+        let stream = tokio::time::timeout(self.connect_timeout, connecting)
+            .await
+            .map_err(|_| TargetError::ConnectTimeout(self.addr.clone()))?
+            .map_err(|source| TargetError::Connect { addr: self.addr.clone(), source })?;
+        stream.set_nodelay(true).map_err(|source| TargetError::Io { addr: self.addr.clone(), source })?;
+        let mut conn = RespConnection::new(stream, self.addr.clone());
+        if let Some(password) = &self.password {
+            conn.queue(&[b"AUTH", password.as_bytes()]);
+            conn.flush().await?;
+            match conn.read_reply().await? {
+                Reply::Simple(ok) if ok == b"OK" => {}
+                other => return Err(TargetError::Auth { addr: self.addr.clone(), reply: format!("{other:?}") }),
+            }
+        }
+        Ok(conn)
+    }
+
+    fn describe(&self) -> String {
+        self.addr.clone()
+    }
+}
+
+/// A RESP connection with its own write buffer and read buffer.
+#[derive(Debug)]
+pub struct RespConnection {
+    stream: TcpStream,
+    addr: String,
+    out: Vec<u8>,
+    input: Vec<u8>,
+    /// Start of the unparsed bytes in `input`.
+    read_at: usize,
+}
+
+impl RespConnection {
+    fn new(stream: TcpStream, addr: String) -> RespConnection {
+        RespConnection {
+            stream,
+            addr,
+            out: Vec::with_capacity(16 * 1024),
+            input: Vec::with_capacity(64 * 1024),
+            read_at: 0,
+        }
+    }
+
+    fn io_error(&self, source: std::io::Error) -> TargetError {
+        TargetError::Io { addr: self.addr.clone(), source }
+    }
+
+    async fn fill(&mut self) -> Result<(), TargetError> {
+        if self.read_at > 0 {
+            self.input.drain(..self.read_at);
+            self.read_at = 0;
+        }
+        self.input.reserve(64 * 1024);
+        let n = self.stream.read_buf(&mut self.input).await.map_err(|e| self.io_error(e))?;
+        if n == 0 {
+            return Err(TargetError::Closed { addr: self.addr.clone() });
+        }
+        Ok(())
+    }
+}
+
+impl Connection for RespConnection {
+    fn queue(&mut self, args: &[&[u8]]) {
+        encode_request(&mut self.out, args);
+    }
+
+    async fn flush(&mut self) -> Result<(), TargetError> {
+        let result = self.stream.write_all(&self.out).await;
+        self.out.clear();
+        result.map_err(|e| self.io_error(e))
+    }
+
+    async fn read_reply(&mut self) -> Result<Reply, TargetError> {
+        loop {
+            let parsed = parse_reply(&self.input[self.read_at..])
+                .map_err(|source| TargetError::Protocol { addr: self.addr.clone(), source })?;
+            if let Some((reply, used)) = parsed {
+                self.read_at += used;
+                return Ok(reply);
+            }
+            self.fill().await?;
+        }
+    }
+}
