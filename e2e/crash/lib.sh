@@ -84,6 +84,9 @@ parse_args() {
       EXTRA_ARGS=(--durability sync)
     fi
   fi
+  # Cairn's HTTP admin port: an ephemeral one, so that runs never collide on the default.
+  ADMIN_PORT_ZERO=0
+  if [ "$SERVER_KIND" = cairn ] && "$SERVER" --help 2>/dev/null | grep -q -- --admin-port; then ADMIN_PORT_ZERO=1; fi
   for bin in "$CRASHTEST" "$SERVER"; do
     command -v "$bin" >/dev/null || { echo "missing binary $bin (cargo build --release --workspace --bins)" >&2; exit 3; }
   done
@@ -109,6 +112,7 @@ start_server() {
     cmd+=(--port "$PORT" --bind 127.0.0.1 --dir "$DATA_DIR")
   else
     cmd+=(--port "$PORT" --bind 127.0.0.1 --data-dir "$DATA_DIR")
+    [ "$ADMIN_PORT_ZERO" = 1 ] && cmd+=(--admin-port 0)
   fi
   cmd+=("${EXTRA_ARGS[@]}")
   echo "--- start $(date +%T.%N): ${cmd[*]}" >>"$WORK/server.log"
