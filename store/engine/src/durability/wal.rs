@@ -65,8 +65,8 @@ struct Buffer {
     syncer_idle: bool,
 }
 
-/// Called with the new durable LSN after each successful sync, and with the
-/// unchanged one when the log fails (so waiters can see the failure).
+/// Called with the new durable LSN after each successful sync, and with
+/// `Lsn::MAX` when the log fails (so every waiter wakes and sees the failure).
 pub type DurableCallback = Box<dyn Fn(Lsn) + Send + Sync>;
 
 struct Shared {
@@ -413,7 +413,7 @@ impl Shared {
         self.stats.record_failure();
         self.set_health(HEALTH_FAILED, message);
         self.health.store(HEALTH_FAILED, Ordering::Release);
-        (self.on_durable)(self.durable.load(Ordering::Acquire));
+        (self.on_durable)(Lsn::MAX);
     }
 
     /// Keeps a zero-filled spare segment ready so rotation never waits for

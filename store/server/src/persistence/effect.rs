@@ -39,7 +39,9 @@ pub fn of<'a>(name: &str, args: &[&'a [u8]], reply: &[u8], now_ms: u64) -> Effec
             None => Effect::AsSent,
         },
         "hincrby" | "hincrbyfloat" => match scalar(reply) {
-            Some(value) => Effect::Rewritten(vec![b("HSET"), Cow::Borrowed(args[1]), Cow::Borrowed(args[2]), owned(value)]),
+            Some(value) => {
+                Effect::Rewritten(vec![b("HSET"), Cow::Borrowed(args[1]), Cow::Borrowed(args[2]), owned(value)])
+            }
             None => Effect::AsSent,
         },
         "spop" => {

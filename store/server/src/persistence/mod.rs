@@ -22,15 +22,14 @@ pub mod replay;
 pub mod skip_fsync;
 pub mod snapshot;
 pub mod waitaof;
+pub mod waiters;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
 use cairn_engine::durability::{Lsn, OsStorage, Storage, Tier, Wal, WalError};
 use parking_lot::Mutex;
-use tokio::sync::Notify;
 
 use crate::config::Config;
 
@@ -65,8 +64,8 @@ pub struct Persistence {
     pub dir: PathBuf,
     /// Set once recovery has finished (never in the `none` tier).
     wal: OnceLock<Wal>,
-    /// Woken after every sync (and on a log failure).
-    pub durable_notify: Arc<Notify>,
+    /// Connections waiting for durable acks, woken by LSN after each sync.
+    pub waiters: Arc<waiters::DurableWaiters>,
     /// True until recovery has finished: commands get -LOADING.
     pub loading: AtomicBool,
     /// The LSN recovery ended at: what a snapshot covers when nothing is logged.
@@ -106,7 +105,7 @@ impl Persistence {
             storage,
             dir: config.data_dir.clone(),
             wal: OnceLock::new(),
-            durable_notify: Arc::new(Notify::new()),
+            waiters: Arc::new(waiters::DurableWaiters::default()),
             loading: AtomicBool::new(true),
             recovered_lsn: AtomicU64::new(0),
             snapshot: SnapshotStatus { last_ok: AtomicBool::new(true), ..SnapshotStatus::default() },
@@ -145,21 +144,7 @@ impl Persistence {
     /// never be durable). A full disk keeps waiting: the records are kept and
     /// written once space returns.
     pub async fn wait_durable(&self, lsn: Lsn) -> Result<(), WalError> {
-        let Some(wal) = self.wal() else { return Ok(()) };
-        loop {
-            let notified = self.durable_notify.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if wal.durable_lsn() >= lsn {
-                return Ok(());
-            }
-            if let Err(e @ WalError::Failed(_)) = wal.check_writable() {
-                return Err(e);
-            }
-            // The timeout guards against a missed wake-up; normally the
-            // syncer's notification arrives first.
-            let _ = tokio::time::timeout(Duration::from_millis(100), notified).await;
-        }
+        waiters::DurableWait::new(self, lsn).await
     }
 
     /// At shutdown: sync and close the log; in the `none` tier, save a snapshot.

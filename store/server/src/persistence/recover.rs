@@ -60,14 +60,15 @@ pub fn recover(server: &Server) -> Result<Recovered, RecoverError> {
     out.replay_errors = replayer.errors;
     p.recovered_lsn.store(tail.next_lsn - 1, Ordering::Release);
     if p.tier.logs() {
-        let notify = p.durable_notify.clone();
+        let waiters = p.waiters.clone();
         let options = WalOptions {
             segment_size: server.config.wal_segment_bytes,
             background: p.background_sync,
             ..WalOptions::new(p.tier)
         };
-        let wal = Wal::open(p.storage.clone(), &p.dir, options, tail, Box::new(move |_| notify.notify_waiters()))
-            .map_err(|source| RecoverError::Open { dir: p.dir.display().to_string(), source })?;
+        let wal =
+            Wal::open(p.storage.clone(), &p.dir, options, tail, Box::new(move |durable| waiters.wake_through(durable)))
+                .map_err(|source| RecoverError::Open { dir: p.dir.display().to_string(), source })?;
         p.set_wal(wal);
     } else if !tail.segments.is_empty() {
         // The `none` tier keeps no log: fold the old one into a snapshot.

@@ -1,0 +1,115 @@
+//! Connections waiting for their writes to become durable, by LSN. After
+//! each sync the syncer wakes exactly the waiters its durable LSN covers
+//! (waking every waiter on every sync costs the workers more than the sync
+//! saves when many clients write at once).
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+
+use cairn_engine::durability::{Lsn, WalError};
+use parking_lot::Mutex;
+
+use super::Persistence;
+
+#[derive(Debug, Default)]
+struct Inner {
+    next_id: u64,
+    by_lsn: BTreeMap<(Lsn, u64), Waker>,
+}
+
+/// The registry of waiters.
+#[derive(Debug, Default)]
+pub struct DurableWaiters {
+    inner: Mutex<Inner>,
+}
+
+impl DurableWaiters {
+    /// Wakes every waiter whose LSN is at most `durable`.
+    pub fn wake_through(&self, durable: Lsn) {
+        let woken = {
+            let mut inner = self.inner.lock();
+            let later = inner.by_lsn.split_off(&(durable.saturating_add(1), 0));
+            std::mem::replace(&mut inner.by_lsn, later)
+        };
+        for waker in woken.into_values() {
+            waker.wake();
+        }
+    }
+
+    /// Wakes everyone (the log failed: they must see it).
+    pub fn wake_all(&self) {
+        let all = std::mem::take(&mut self.inner.lock().by_lsn);
+        for waker in all.into_values() {
+            waker.wake();
+        }
+    }
+
+    fn register(&self, lsn: Lsn, old: Option<u64>, waker: &Waker) -> u64 {
+        let mut inner = self.inner.lock();
+        if let Some(id) = old {
+            inner.by_lsn.remove(&(lsn, id));
+        }
+        inner.next_id += 1;
+        let id = inner.next_id;
+        inner.by_lsn.insert((lsn, id), waker.clone());
+        id
+    }
+
+    fn cancel(&self, lsn: Lsn, id: u64) {
+        self.inner.lock().by_lsn.remove(&(lsn, id));
+    }
+}
+
+/// Resolves once `lsn` is durable, or with the log's failure.
+pub struct DurableWait<'a> {
+    persistence: &'a Persistence,
+    lsn: Lsn,
+    registered: Option<u64>,
+}
+
+impl<'a> DurableWait<'a> {
+    pub fn new(persistence: &'a Persistence, lsn: Lsn) -> Self {
+        DurableWait { persistence, lsn, registered: None }
+    }
+
+    fn settled(&self) -> Option<Result<(), WalError>> {
+        let wal = self.persistence.wal()?;
+        if wal.durable_lsn() >= self.lsn {
+            return Some(Ok(()));
+        }
+        match wal.check_writable() {
+            Err(e @ WalError::Failed(_)) => Some(Err(e)),
+            _ => None,
+        }
+    }
+}
+
+impl Future for DurableWait<'_> {
+    type Output = Result<(), WalError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if self.persistence.wal().is_none() {
+            return Poll::Ready(Ok(()));
+        }
+        if let Some(done) = self.settled() {
+            return Poll::Ready(done);
+        }
+        let id = self.persistence.waiters.register(self.lsn, self.registered, cx.waker());
+        self.registered = Some(id);
+        // The sync may have finished between the check and the registration.
+        match self.settled() {
+            Some(done) => Poll::Ready(done),
+            None => Poll::Pending,
+        }
+    }
+}
+
+impl Drop for DurableWait<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = self.registered {
+            self.persistence.waiters.cancel(self.lsn, id);
+        }
+    }
+}
