@@ -40,6 +40,11 @@ pub fn recover(server: &Server) -> Result<Recovered, RecoverError> {
     let started = Instant::now();
     let dir_error = |source| RecoverError::Dir { dir: p.dir.display().to_string(), source };
     p.storage.create_dir_all(&p.dir).map_err(dir_error)?;
+    // A freshly created data directory is durable only once its parent's
+    // entry is synced (best effort: the parent may not be ours to open).
+    if let Some(parent) = p.dir.parent().filter(|d| !d.as_os_str().is_empty()) {
+        let _ = p.storage.sync_dir(parent);
+    }
     let mut out = Recovered::default();
     let mut replayer = Replayer::new(server);
     if let Some((lsn, name)) = snapshot::newest(p.storage.as_ref(), &p.dir)? {
