@@ -168,13 +168,67 @@ pub fn check_frame(buf: &[u8]) -> Result<usize, DecodeError> {
     Ok(total)
 }
 
-/// Decodes the record at the start of `buf`; returns it and its total length.
-pub fn decode(buf: &[u8]) -> Result<(Record, usize), DecodeError> {
+/// A record borrowed from the bytes it was read from (recovery decodes
+/// without allocating).
+#[derive(Clone, Copy, Debug)]
+pub struct RecordRef<'a> {
+    pub lsn: Lsn,
+    pub time_ms: u64,
+    pub durable_hint: Lsn,
+    pub kind: Kind,
+    count: usize,
+    /// The encoded commands (after the count).
+    commands: &'a [u8],
+}
+
+impl<'a> RecordRef<'a> {
+    /// Number of commands.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Calls `f(db, args)` for each command, reusing `scratch` for the
+    /// argument slices. The record was validated by [`decode_ref`].
+    pub fn for_each_command<E>(
+        &self,
+        scratch: &mut Vec<&'a [u8]>,
+        mut f: impl FnMut(u32, &[&'a [u8]]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut pos = 0;
+        for _ in 0..self.count {
+            scratch.clear();
+            let Ok(db) = command_slices(self.commands, &mut pos, scratch) else { return Ok(()) };
+            f(db, scratch)?;
+        }
+        Ok(())
+    }
+
+    /// An owned copy.
+    pub fn to_owned(&self) -> Record {
+        let mut commands = Vec::with_capacity(self.count);
+        let mut scratch = Vec::new();
+        let _ = self.for_each_command::<()>(&mut scratch, |db, args| {
+            commands.push(LoggedCommand { db, args: args.iter().map(|a| a.to_vec()).collect() });
+            Ok(())
+        });
+        Record { lsn: self.lsn, time_ms: self.time_ms, durable_hint: self.durable_hint, kind: self.kind, commands }
+    }
+}
+
+/// Decodes and validates the record at the start of `buf` without copying;
+/// returns it and its total length.
+pub fn decode_ref(buf: &[u8]) -> Result<(RecordRef<'_>, usize), DecodeError> {
     let total = check_frame(buf)?;
     let body = &buf[PREFIX_LEN..total];
-    let lsn = u64::from_le_bytes(body[0..8].try_into().map_err(|_| DecodeError::Malformed("lsn"))?);
-    let time_ms = u64::from_le_bytes(body[8..16].try_into().map_err(|_| DecodeError::Malformed("time"))?);
-    let durable_hint = u64::from_le_bytes(body[16..24].try_into().map_err(|_| DecodeError::Malformed("hint"))?);
+    let word = |at: usize| -> Result<u64, DecodeError> {
+        let bytes: [u8; 8] = body[at..at + 8].try_into().map_err(|_| DecodeError::Malformed("header"))?;
+        Ok(u64::from_le_bytes(bytes))
+    };
+    let (lsn, time_ms, durable_hint) = (word(0)?, word(8)?, word(16)?);
     let kind = match body[24] {
         1 => Kind::Command,
         2 => Kind::Transaction,
@@ -182,33 +236,42 @@ pub fn decode(buf: &[u8]) -> Result<(Record, usize), DecodeError> {
     };
     let mut pos = 25;
     let count = get_varint(body, &mut pos)? as usize;
-    if count > body.len() {
+    if count > body.len() || (kind == Kind::Command && count != 1) {
         return Err(DecodeError::Malformed("command count"));
     }
-    let mut commands = Vec::with_capacity(count);
+    let commands = &body[pos..];
+    let mut check = 0;
+    let mut scratch = Vec::new();
     for _ in 0..count {
-        commands.push(decode_command(body, &mut pos)?);
+        scratch.clear();
+        command_slices(commands, &mut check, &mut scratch)?;
     }
-    if pos != body.len() {
+    if check != commands.len() {
         return Err(DecodeError::Malformed("trailing bytes"));
     }
-    Ok((Record { lsn, time_ms, durable_hint, kind, commands }, total))
+    Ok((RecordRef { lsn, time_ms, durable_hint, kind, count, commands }, total))
 }
 
-fn decode_command(body: &[u8], pos: &mut usize) -> Result<LoggedCommand, DecodeError> {
+/// Decodes the record at the start of `buf` into an owned value.
+pub fn decode(buf: &[u8]) -> Result<(Record, usize), DecodeError> {
+    let (rec, total) = decode_ref(buf)?;
+    Ok((rec.to_owned(), total))
+}
+
+/// Reads one command at `*pos`: its db, and its arguments into `args`.
+fn command_slices<'a>(body: &'a [u8], pos: &mut usize, args: &mut Vec<&'a [u8]>) -> Result<u32, DecodeError> {
     let db = u32::try_from(get_varint(body, pos)?).map_err(|_| DecodeError::Malformed("db"))?;
     let argc = get_varint(body, pos)? as usize;
     if argc == 0 || argc > body.len() {
         return Err(DecodeError::Malformed("argument count"));
     }
-    let mut args = Vec::with_capacity(argc);
     for _ in 0..argc {
         let len = get_varint(body, pos)? as usize;
         let end = pos.checked_add(len).filter(|&e| e <= body.len()).ok_or(DecodeError::Malformed("argument"))?;
-        args.push(body[*pos..end].to_vec());
+        args.push(&body[*pos..end]);
         *pos = end;
     }
-    Ok(LoggedCommand { db, args })
+    Ok(db)
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use thiserror::Error;
 
-use super::record::{Lsn, Record};
+use super::record::{Lsn, RecordRef};
 use super::segment::{self, ScanEnd, SegmentHeader};
 use super::storage::{read_all, Storage};
 use super::wal::LogTail;
@@ -56,7 +56,7 @@ pub fn recover_log(
     dir: &Path,
     after_lsn: Lsn,
     options: RecoverOptions,
-    mut apply: impl FnMut(Record) -> Result<(), String>,
+    mut apply: impl FnMut(RecordRef<'_>) -> Result<(), String>,
 ) -> Result<(LogTail, RecoveryReport), RecoveryError> {
     let io_err = |path: &Path| {
         let path = path.display().to_string();

@@ -19,7 +19,7 @@
 //! reused (renamed) rather than deleted, so writing records never changes
 //! the file size and `fdatasync` commits data only.
 
-use super::record::{self, Lsn, Record};
+use super::record::{self, Lsn, RecordRef};
 
 pub const MAGIC: &[u8; 8] = b"CAIRNWAL";
 pub const VERSION: u32 = 1;
@@ -105,11 +105,15 @@ pub struct Scan {
 /// Walks the records of a segment (`bytes` is the whole file) starting with
 /// `expected` as the first LSN, calling `visit` for each valid record in
 /// order.
-pub fn scan<E>(bytes: &[u8], mut expected: Lsn, mut visit: impl FnMut(Record) -> Result<(), E>) -> Result<Scan, E> {
+pub fn scan<E>(
+    bytes: &[u8],
+    mut expected: Lsn,
+    mut visit: impl FnMut(RecordRef<'_>) -> Result<(), E>,
+) -> Result<Scan, E> {
     let mut pos = HEADER_LEN.min(bytes.len());
     loop {
         let rest = &bytes[pos..];
-        let problem = match record::decode(rest) {
+        let problem = match record::decode_ref(rest) {
             Ok((rec, len)) if rec.lsn == expected => {
                 visit(rec)?;
                 pos += len;

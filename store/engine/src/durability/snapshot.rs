@@ -165,7 +165,7 @@ pub fn load(
     storage: &dyn Storage,
     dir: &Path,
     file_name: &str,
-    mut apply: impl FnMut(u64, u32, &[Vec<u8>]) -> Result<(), String>,
+    mut apply: impl FnMut(u64, u32, &[&[u8]]) -> Result<(), String>,
 ) -> Result<SnapshotInfo, SnapshotError> {
     let path = dir.join(file_name);
     let file = storage.open(&path).map_err(|source| io_error(&path, source))?;
@@ -174,13 +174,12 @@ pub fn load(
     let (lsn, created_ms, records) = check(&bytes).map_err(corrupt)?;
     let body = &bytes[HEADER_LEN..bytes.len() - TRAILER_LEN];
     let mut pos = 0;
+    let mut scratch = Vec::new();
     while pos < body.len() {
-        let (rec, len) =
-            record::decode(&body[pos..]).map_err(|e| corrupt(format!("record at offset {}: {e}", HEADER_LEN + pos)))?;
-        for cmd in &rec.commands {
-            apply(rec.time_ms, cmd.db, &cmd.args)
-                .map_err(|reason| SnapshotError::Apply { file: file_name.to_string(), reason })?;
-        }
+        let (rec, len) = record::decode_ref(&body[pos..])
+            .map_err(|e| corrupt(format!("record at offset {}: {e}", HEADER_LEN + pos)))?;
+        rec.for_each_command(&mut scratch, |db, args| apply(rec.time_ms, db, args))
+            .map_err(|reason| SnapshotError::Apply { file: file_name.to_string(), reason })?;
         pos += len;
     }
     Ok(SnapshotInfo { name: file_name.to_string(), lsn, created_ms, records })
@@ -265,7 +264,7 @@ mod tests {
         assert_eq!(newest(disk.as_ref(), dir).unwrap(), Some((42, name.clone())));
         let mut seen = Vec::new();
         let info = load(disk.as_ref(), dir, &name, |_, db, args| {
-            seen.push((db, args.to_vec()));
+            seen.push((db, args.iter().map(|a| a.to_vec()).collect::<Vec<_>>()));
             Ok(())
         })
         .unwrap();

@@ -55,7 +55,7 @@ pub fn check(dir: &Path, repair: bool) -> CheckReport {
     let options = RecoverOptions { read_only: !repair, repair };
     let mut commands = 0u64;
     match recover_log(&storage, dir, after, options, |rec| {
-        commands += rec.commands.len() as u64;
+        commands += rec.len() as u64;
         Ok(())
     }) {
         Ok((tail, report)) => {

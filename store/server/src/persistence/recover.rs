@@ -56,10 +56,8 @@ pub fn recover(server: &Server) -> Result<Recovered, RecoverError> {
     }
     let (tail, report) = recover_log(&p.storage, &p.dir, out.snapshot_lsn, RecoverOptions::default(), |rec| {
         p.recovery_records.fetch_add(1, Ordering::Relaxed);
-        for cmd in &rec.commands {
-            replayer.apply(rec.time_ms, cmd.db, &cmd.args)?;
-        }
-        Ok(())
+        let mut scratch = Vec::new();
+        rec.for_each_command(&mut scratch, |db, args| replayer.apply(rec.time_ms, db, args))
     })?;
     out.log = report;
     out.replay_errors = replayer.errors;

@@ -35,8 +35,7 @@ impl<'a> Replayer<'a> {
 
     /// Runs one logged command. Err only for a command the table does not
     /// know or whose arity is wrong: the log was written by something else.
-    pub fn apply(&mut self, time_ms: u64, db: u32, args: &[Vec<u8>]) -> Result<(), String> {
-        let argv: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+    pub fn apply(&mut self, time_ms: u64, db: u32, argv: &[&[u8]]) -> Result<(), String> {
         let name = argv.first().ok_or("empty command")?;
         let index =
             table::lookup(name).ok_or_else(|| format!("unknown command '{}'", String::from_utf8_lossy(name)))?;
@@ -56,7 +55,7 @@ impl<'a> Replayer<'a> {
             stats: &self.stats,
             now_ms: time_ms,
         };
-        let result = (spec.handler)(&mut ctx, &argv);
+        let result = (spec.handler)(&mut ctx, argv);
         let failed = result.is_err() || self.out.first() == Some(&b'-');
         if failed {
             self.errors += 1;

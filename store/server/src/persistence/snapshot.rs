@@ -148,10 +148,8 @@ pub fn reload(server: &Server, from_log_only: bool) -> Result<(), String> {
     }
     let read_only = RecoverOptions { read_only: true, repair: false };
     recover_log(&p.storage, &p.dir, after, read_only, |rec| {
-        for cmd in &rec.commands {
-            replayer.apply(rec.time_ms, cmd.db, &cmd.args)?;
-        }
-        Ok(())
+        let mut scratch = Vec::new();
+        rec.for_each_command(&mut scratch, |db, args| replayer.apply(rec.time_ms, db, args))
     })
     .map_err(|e| e.to_string())?;
     drop(held);
