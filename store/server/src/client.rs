@@ -37,6 +37,9 @@ pub struct ClientHandle {
     /// Index in the command table of the last command run.
     pub last_command: AtomicU16,
     pub no_evict: AtomicBool,
+    /// Pub/sub channels and patterns subscribed (CLIENT LIST sub=, psub=).
+    pub sub_channels: AtomicUsize,
+    pub sub_patterns: AtomicUsize,
     killed: AtomicBool,
     kill_notify: Notify,
 }
@@ -58,6 +61,8 @@ impl ClientHandle {
             last_interaction_ms: AtomicU64::new(now_ms),
             last_command: AtomicU16::new(u16::MAX),
             no_evict: AtomicBool::new(false),
+            sub_channels: AtomicUsize::new(0),
+            sub_patterns: AtomicUsize::new(0),
             killed: AtomicBool::new(false),
             kill_notify: Notify::new(),
         }
@@ -162,6 +167,8 @@ pub struct Client {
     pub txn_log: Option<Vec<(u32, Vec<Vec<u8>>)>>,
     /// WAITAOF in progress: the connection answers once the LSN is durable.
     pub wait_aof: Option<crate::persistence::WaitAof>,
+    /// Pub/sub subscriptions: `Some` exactly while in subscribed mode.
+    pub pubsub: Option<Box<crate::pubsub::Subscriptions>>,
 }
 
 impl Client {
@@ -180,6 +187,7 @@ impl Client {
             last_lsn: 0,
             txn_log: None,
             wait_aof: None,
+            pubsub: None,
         }
     }
 

@@ -139,14 +139,19 @@ pub fn describe(c: &ClientHandle, now_ms: u64, blocked: bool) -> String {
     };
     let age = now_ms.saturating_sub(c.created_ms) / 1000;
     let idle = now_ms.saturating_sub(c.last_interaction_ms.load(Ordering::Relaxed)) / 1000;
-    let flags = match (blocked, c.no_evict.load(Ordering::Relaxed)) {
-        (true, true) => "be",
-        (true, false) => "b",
-        (false, true) => "e",
-        (false, false) => "N",
-    };
+    let sub = c.sub_channels.load(Ordering::Relaxed);
+    let psub = c.sub_patterns.load(Ordering::Relaxed);
+    let mut flags = String::new();
+    for (on, flag) in [(sub + psub > 0, 'P'), (blocked, 'b'), (c.no_evict.load(Ordering::Relaxed), 'e')] {
+        if on {
+            flags.push(flag);
+        }
+    }
+    if flags.is_empty() {
+        flags.push('N');
+    }
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 \
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub=0 multi=-1 \
          qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} \
          user=default redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
@@ -158,6 +163,8 @@ pub fn describe(c: &ClientHandle, now_ms: u64, blocked: bool) -> String {
         idle,
         flags,
         c.db.load(Ordering::Relaxed),
+        sub,
+        psub,
         cmd,
         c.resp.load(Ordering::Relaxed),
         lib_name,
@@ -167,13 +174,17 @@ pub fn describe(c: &ClientHandle, now_ms: u64, blocked: bool) -> String {
 
 fn list(ctx: &mut Ctx<'_>, filters: &[&[u8]]) -> CmdResult {
     let mut ids: Option<Vec<u64>> = None;
+    // TYPE normal / pubsub: whether the listed clients have subscriptions.
+    let mut subscribed: Option<bool> = None;
     if !filters.is_empty() {
         if is(filters[0], "type") && filters.len() == 2 {
             let t = filters[1];
             if !(is(t, "normal") || is(t, "master") || is(t, "replica") || is(t, "slave") || is(t, "pubsub")) {
                 return Err(CmdError::err(format!("Unknown client type '{}'", text(t))));
             }
-            if !is(t, "normal") {
+            if is(t, "normal") || is(t, "pubsub") {
+                subscribed = Some(is(t, "pubsub"));
+            } else {
                 ids = Some(Vec::new());
             }
         } else if is(filters[0], "id") && filters.len() >= 2 {
@@ -195,6 +206,11 @@ fn list(ctx: &mut Ctx<'_>, filters: &[&[u8]]) -> CmdResult {
     let mut text = String::new();
     for c in ctx.server.clients.snapshot() {
         if ids.as_ref().is_some_and(|ids| !ids.contains(&c.id)) {
+            continue;
+        }
+        let has_subscriptions =
+            c.sub_channels.load(Ordering::Relaxed) + c.sub_patterns.load(Ordering::Relaxed) > 0;
+        if subscribed.is_some_and(|want| want != has_subscriptions) {
             continue;
         }
         text.push_str(&describe(&c, ctx.now_ms, ctx.server.blocking.is_blocked(c.id)));
