@@ -42,11 +42,7 @@ pub struct Subscriber {
 
 impl Subscriber {
     pub fn new(handle: Arc<ClientHandle>) -> Subscriber {
-        Subscriber {
-            handle,
-            pending: Mutex::new(Vec::new()),
-            notify: Notify::new(),
-        }
+        Subscriber { handle, pending: Mutex::new(Vec::new()), notify: Notify::new() }
     }
 
     fn resp3(&self) -> bool {

@@ -208,8 +208,7 @@ fn list(ctx: &mut Ctx<'_>, filters: &[&[u8]]) -> CmdResult {
         if ids.as_ref().is_some_and(|ids| !ids.contains(&c.id)) {
             continue;
         }
-        let has_subscriptions =
-            c.sub_channels.load(Ordering::Relaxed) + c.sub_patterns.load(Ordering::Relaxed) > 0;
+        let has_subscriptions = c.sub_channels.load(Ordering::Relaxed) + c.sub_patterns.load(Ordering::Relaxed) > 0;
         if subscribed.is_some_and(|want| want != has_subscriptions) {
             continue;
         }
