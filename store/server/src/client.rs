@@ -74,6 +74,11 @@ impl ClientHandle {
         self.kill_notify.notify_one();
     }
 
+    /// Whether the client has pub/sub subscriptions (CLIENT LIST/KILL TYPE pubsub).
+    pub fn is_subscriber(&self) -> bool {
+        self.sub_channels.load(Ordering::Relaxed) + self.sub_patterns.load(Ordering::Relaxed) > 0
+    }
+
     pub fn is_killed(&self) -> bool {
         self.killed.load(Ordering::SeqCst)
     }

@@ -254,3 +254,20 @@ fn subscribe_inside_multi_confirms_in_the_exec_reply() {
     assert_eq!(publisher.cmd(&["PUBLISH", "t", "after-exec"]), int(1));
     assert_eq!(c.read(), message("t", "after-exec"));
 }
+
+#[test]
+fn client_kill_type_pubsub_closes_subscribers_only() {
+    let server = two_workers();
+    let mut admin = server.client();
+    let mut plain = server.client();
+    let mut sub = server.client();
+    assert_eq!(sub.cmd(&["SUBSCRIBE", "k"]), confirm("subscribe", "k", 1));
+    assert_eq!(admin.cmd(&["CLIENT", "KILL", "TYPE", "pubsub"]), int(1));
+    assert!(sub.is_closed());
+    assert_eq!(plain.cmd(&["PING"]), simple("PONG"));
+    let start = Instant::now();
+    while admin.cmd(&["PUBSUB", "NUMSUB", "k"]) != array(vec![bulk("k"), int(0)]) {
+        assert!(start.elapsed() < Duration::from_secs(5), "killed subscriber never removed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

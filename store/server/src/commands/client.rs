@@ -208,8 +208,7 @@ fn list(ctx: &mut Ctx<'_>, filters: &[&[u8]]) -> CmdResult {
         if ids.as_ref().is_some_and(|ids| !ids.contains(&c.id)) {
             continue;
         }
-        let has_subscriptions = c.sub_channels.load(Ordering::Relaxed) + c.sub_patterns.load(Ordering::Relaxed) > 0;
-        if subscribed.is_some_and(|want| want != has_subscriptions) {
+        if subscribed.is_some_and(|want| want != c.is_subscriber()) {
             continue;
         }
         text.push_str(&describe(&c, ctx.now_ms, ctx.server.blocking.is_blocked(c.id)));
@@ -225,7 +224,9 @@ struct KillFilter {
     id: Option<u64>,
     addr: Option<String>,
     laddr: Option<String>,
-    type_normal: Option<bool>,
+    /// TYPE: `Some(Some(subscribed))` for normal/pubsub, `Some(None)` for
+    /// replication types (no such client here).
+    client_type: Option<Option<bool>>,
     user: Option<String>,
     skip_me: bool,
     max_age: Option<u64>,
@@ -237,7 +238,7 @@ impl KillFilter {
             && self.id.is_none_or(|id| id == c.id)
             && self.addr.as_ref().is_none_or(|a| *a == c.addr.to_string())
             && self.laddr.as_ref().is_none_or(|a| *a == c.local_addr.to_string())
-            && self.type_normal.unwrap_or(true)
+            && self.client_type.is_none_or(|t| t == Some(c.is_subscriber()))
             && self.user.as_ref().is_none_or(|u| u == "default")
             && self.max_age.is_none_or(|age| now_ms.saturating_sub(c.created_ms) / 1000 >= age)
     }
@@ -258,10 +259,10 @@ fn parse_kill_filter(args: &[&[u8]]) -> Result<KillFilter, CmdError> {
         } else if is(key, "laddr") {
             f.laddr = Some(text(value));
         } else if is(key, "type") {
-            if is(value, "normal") {
-                f.type_normal = Some(true);
-            } else if is(value, "master") || is(value, "replica") || is(value, "slave") || is(value, "pubsub") {
-                f.type_normal = Some(false);
+            if is(value, "normal") || is(value, "pubsub") {
+                f.client_type = Some(Some(is(value, "pubsub")));
+            } else if is(value, "master") || is(value, "replica") || is(value, "slave") {
+                f.client_type = Some(None);
             } else {
                 return Err(CmdError::err(format!("Unknown client type '{}'", text(value))));
             }
