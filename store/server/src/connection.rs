@@ -109,7 +109,9 @@ async fn connection_loop(
                 Wake::Read(0) => return Ok(()),
                 Wake::Read(n) => stats.net_input_bytes.add(n as u64),
                 Wake::Messages => {
-                    write_messages(stream, client, stats, &mut output).await?;
+                    if !write_messages(stream, client, stats, &mut output, killed.as_mut()).await? {
+                        return Ok(());
+                    }
                     continue;
                 }
             }
@@ -198,23 +200,30 @@ async fn messages_ready(subscriptions: Option<&crate::pubsub::Subscriptions>) {
     }
 }
 
-/// Writes the pub/sub messages queued for an idle subscriber.
+/// Writes the pub/sub messages queued for an idle subscriber. False when the
+/// client was killed meanwhile (a subscriber over the output limit that
+/// stopped reading is killed while its write is pending).
 async fn write_messages(
     stream: &mut TcpStream,
     client: &Client,
     stats: &WorkerStats,
     output: &mut Vec<u8>,
-) -> std::io::Result<()> {
+    killed: Pin<&mut impl Future<Output = ()>>,
+) -> std::io::Result<bool> {
     if let Some(subscriptions) = &client.pubsub {
         subscriptions.subscriber.take_into(output);
     }
     if !output.is_empty() {
-        stream.write_all(output).await?;
+        tokio::select! {
+            biased;
+            _ = killed => return Ok(false),
+            written = stream.write_all(output) => written?,
+        }
         stats.net_output_bytes.add(output.len() as u64);
         output.clear();
     }
     shrink_if_idle(output);
-    Ok(())
+    Ok(true)
 }
 
 /// Reads more bytes, honouring CONFIG `timeout` (idle clients are closed;

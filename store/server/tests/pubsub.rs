@@ -271,3 +271,22 @@ fn client_kill_type_pubsub_closes_subscribers_only() {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+#[test]
+fn a_subscriber_that_stops_reading_is_closed_at_the_output_limit() {
+    let server = two_workers();
+    let mut sub = server.client();
+    assert_eq!(sub.cmd(&["SUBSCRIBE", "flood"]), confirm("subscribe", "flood", 1));
+    let mut publisher = server.client();
+    let payload = "x".repeat(1024 * 1024);
+    // 80 MB: more than the 32 MB queue limit plus what the socket buffers hold.
+    for _ in 0..80 {
+        publisher.cmd(&["PUBLISH", "flood", &payload]);
+    }
+    let start = Instant::now();
+    while publisher.cmd(&["PUBSUB", "NUMSUB", "flood"]) != array(vec![bulk("flood"), int(0)]) {
+        assert!(start.elapsed() < Duration::from_secs(10), "slow subscriber never closed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(publisher.cmd(&["PUBLISH", "flood", "x"]), int(0));
+}
