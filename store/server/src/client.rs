@@ -37,6 +37,9 @@ pub struct ClientHandle {
     /// Index in the command table of the last command run.
     pub last_command: AtomicU16,
     pub no_evict: AtomicBool,
+    /// Pub/sub channels and patterns subscribed (CLIENT LIST sub=, psub=).
+    pub sub_channels: AtomicUsize,
+    pub sub_patterns: AtomicUsize,
     killed: AtomicBool,
     kill_notify: Notify,
 }
@@ -58,6 +61,8 @@ impl ClientHandle {
             last_interaction_ms: AtomicU64::new(now_ms),
             last_command: AtomicU16::new(u16::MAX),
             no_evict: AtomicBool::new(false),
+            sub_channels: AtomicUsize::new(0),
+            sub_patterns: AtomicUsize::new(0),
             killed: AtomicBool::new(false),
             kill_notify: Notify::new(),
         }
@@ -67,6 +72,11 @@ impl ClientHandle {
     pub fn kill(&self) {
         self.killed.store(true, Ordering::SeqCst);
         self.kill_notify.notify_one();
+    }
+
+    /// Whether the client has pub/sub subscriptions (CLIENT LIST/KILL TYPE pubsub).
+    pub fn is_subscriber(&self) -> bool {
+        self.sub_channels.load(Ordering::Relaxed) + self.sub_patterns.load(Ordering::Relaxed) > 0
     }
 
     pub fn is_killed(&self) -> bool {
@@ -162,6 +172,8 @@ pub struct Client {
     pub txn_log: Option<Vec<(u32, Vec<Vec<u8>>)>>,
     /// WAITAOF in progress: the connection answers once the LSN is durable.
     pub wait_aof: Option<crate::persistence::WaitAof>,
+    /// Pub/sub subscriptions: `Some` exactly while in subscribed mode.
+    pub pubsub: Option<Box<crate::pubsub::Subscriptions>>,
 }
 
 impl Client {
@@ -180,6 +192,7 @@ impl Client {
             last_lsn: 0,
             txn_log: None,
             wait_aof: None,
+            pubsub: None,
         }
     }
 

@@ -63,6 +63,9 @@ pub async fn serve(
     }
     let watched: Vec<(usize, Vec<u8>)> = client.watched.drain(..).map(|w| (w.db, w.key)).collect();
     server.watches.forget(handle.id, &watched);
+    if let Some(subscriptions) = client.pubsub.take() {
+        server.pubsub.forget(&subscriptions);
+    }
 }
 
 /// Why a connection loop ended early.
@@ -95,20 +98,32 @@ async fn connection_loop(
             input.reserve(READ_CHUNK.max(input.len()));
         }
         if !std::mem::take(&mut unblocked) {
-            let n = tokio::select! {
+            let subscribed = client.pubsub.is_some();
+            let wake = tokio::select! {
                 biased;
                 _ = &mut killed => return Ok(()),
-                read = read_with_timeout(server, stream, &mut input) => read?,
+                _ = messages_ready(client.pubsub.as_deref()), if subscribed => Wake::Messages,
+                read = read_with_timeout(server, stream, &mut input, !subscribed) => Wake::Read(read?),
             };
-            if n == 0 {
-                return Ok(());
+            match wake {
+                Wake::Read(0) => return Ok(()),
+                Wake::Read(n) => stats.net_input_bytes.add(n as u64),
+                Wake::Messages => {
+                    if !write_messages(stream, client, stats, &mut output, killed.as_mut()).await? {
+                        return Ok(());
+                    }
+                    continue;
+                }
             }
-            stats.net_input_bytes.add(n as u64);
         }
         let consumed = execute_batch(server, client, stats, &input, &mut argv, &mut output);
         input.drain(..consumed);
         if !await_durable(server, client.last_lsn).await {
             return Ok(());
+        }
+        if let Some(subscriptions) = &client.pubsub {
+            // Messages delivered while the batch ran follow its replies.
+            subscriptions.subscriber.take_into(&mut output);
         }
         if !output.is_empty() {
             stream.write_all(&output).await?;
@@ -171,10 +186,56 @@ async fn await_durable(server: &Server, lsn: u64) -> bool {
     }
 }
 
-/// Reads more bytes, honouring CONFIG `timeout` (idle clients are closed).
-async fn read_with_timeout(server: &Server, stream: &mut TcpStream, input: &mut Vec<u8>) -> std::io::Result<usize> {
+/// What woke an idle connection.
+enum Wake {
+    Read(usize),
+    Messages,
+}
+
+/// Resolves when pub/sub messages may be waiting (never when not subscribed).
+async fn messages_ready(subscriptions: Option<&crate::pubsub::Subscriptions>) {
+    match subscriptions {
+        Some(s) => s.subscriber.ready().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Writes the pub/sub messages queued for an idle subscriber. False when the
+/// client was killed meanwhile (a subscriber over the output limit that
+/// stopped reading is killed while its write is pending).
+async fn write_messages(
+    stream: &mut TcpStream,
+    client: &Client,
+    stats: &WorkerStats,
+    output: &mut Vec<u8>,
+    killed: Pin<&mut impl Future<Output = ()>>,
+) -> std::io::Result<bool> {
+    if let Some(subscriptions) = &client.pubsub {
+        subscriptions.subscriber.take_into(output);
+    }
+    if !output.is_empty() {
+        tokio::select! {
+            biased;
+            _ = killed => return Ok(false),
+            written = stream.write_all(output) => written?,
+        }
+        stats.net_output_bytes.add(output.len() as u64);
+        output.clear();
+    }
+    shrink_if_idle(output);
+    Ok(true)
+}
+
+/// Reads more bytes, honouring CONFIG `timeout` (idle clients are closed;
+/// as in Redis, subscribers are exempt: `timed` is false for them).
+async fn read_with_timeout(
+    server: &Server,
+    stream: &mut TcpStream,
+    input: &mut Vec<u8>,
+    timed: bool,
+) -> std::io::Result<usize> {
     let timeout = server.runtime.timeout_secs.load(Ordering::Relaxed);
-    if timeout == 0 {
+    if timeout == 0 || !timed {
         return stream.read_buf(input).await;
     }
     match tokio::time::timeout(Duration::from_secs(timeout), stream.read_buf(input)).await {

@@ -25,6 +25,8 @@ pub struct Server {
     pub watches: WatchRegistry,
     /// Clients blocked in BLPOP and friends.
     pub blocking: Blocking,
+    /// Pub/sub channel and pattern subscribers.
+    pub pubsub: crate::pubsub::PubSub,
     pub workers: Vec<Arc<WorkerStats>>,
     pub shutdown: Shutdown,
     pub started: Instant,
@@ -77,6 +79,7 @@ impl Server {
             clients: ClientRegistry::default(),
             watches: WatchRegistry::default(),
             blocking: Blocking::default(),
+            pubsub: crate::pubsub::PubSub::default(),
             workers: (0..num_workers).map(|_| Arc::new(WorkerStats::new(num_commands))).collect(),
             shutdown,
             started: Instant::now(),

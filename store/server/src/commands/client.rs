@@ -139,14 +139,19 @@ pub fn describe(c: &ClientHandle, now_ms: u64, blocked: bool) -> String {
     };
     let age = now_ms.saturating_sub(c.created_ms) / 1000;
     let idle = now_ms.saturating_sub(c.last_interaction_ms.load(Ordering::Relaxed)) / 1000;
-    let flags = match (blocked, c.no_evict.load(Ordering::Relaxed)) {
-        (true, true) => "be",
-        (true, false) => "b",
-        (false, true) => "e",
-        (false, false) => "N",
-    };
+    let sub = c.sub_channels.load(Ordering::Relaxed);
+    let psub = c.sub_patterns.load(Ordering::Relaxed);
+    let mut flags = String::new();
+    for (on, flag) in [(sub + psub > 0, 'P'), (blocked, 'b'), (c.no_evict.load(Ordering::Relaxed), 'e')] {
+        if on {
+            flags.push(flag);
+        }
+    }
+    if flags.is_empty() {
+        flags.push('N');
+    }
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 \
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub=0 multi=-1 \
          qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} \
          user=default redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
@@ -158,6 +163,8 @@ pub fn describe(c: &ClientHandle, now_ms: u64, blocked: bool) -> String {
         idle,
         flags,
         c.db.load(Ordering::Relaxed),
+        sub,
+        psub,
         cmd,
         c.resp.load(Ordering::Relaxed),
         lib_name,
@@ -167,13 +174,17 @@ pub fn describe(c: &ClientHandle, now_ms: u64, blocked: bool) -> String {
 
 fn list(ctx: &mut Ctx<'_>, filters: &[&[u8]]) -> CmdResult {
     let mut ids: Option<Vec<u64>> = None;
+    // TYPE normal / pubsub: whether the listed clients have subscriptions.
+    let mut subscribed: Option<bool> = None;
     if !filters.is_empty() {
         if is(filters[0], "type") && filters.len() == 2 {
             let t = filters[1];
             if !(is(t, "normal") || is(t, "master") || is(t, "replica") || is(t, "slave") || is(t, "pubsub")) {
                 return Err(CmdError::err(format!("Unknown client type '{}'", text(t))));
             }
-            if !is(t, "normal") {
+            if is(t, "normal") || is(t, "pubsub") {
+                subscribed = Some(is(t, "pubsub"));
+            } else {
                 ids = Some(Vec::new());
             }
         } else if is(filters[0], "id") && filters.len() >= 2 {
@@ -197,6 +208,9 @@ fn list(ctx: &mut Ctx<'_>, filters: &[&[u8]]) -> CmdResult {
         if ids.as_ref().is_some_and(|ids| !ids.contains(&c.id)) {
             continue;
         }
+        if subscribed.is_some_and(|want| want != c.is_subscriber()) {
+            continue;
+        }
         text.push_str(&describe(&c, ctx.now_ms, ctx.server.blocking.is_blocked(c.id)));
         text.push('\n');
     }
@@ -210,7 +224,9 @@ struct KillFilter {
     id: Option<u64>,
     addr: Option<String>,
     laddr: Option<String>,
-    type_normal: Option<bool>,
+    /// TYPE: `Some(Some(subscribed))` for normal/pubsub, `Some(None)` for
+    /// replication types (no such client here).
+    client_type: Option<Option<bool>>,
     user: Option<String>,
     skip_me: bool,
     max_age: Option<u64>,
@@ -222,7 +238,7 @@ impl KillFilter {
             && self.id.is_none_or(|id| id == c.id)
             && self.addr.as_ref().is_none_or(|a| *a == c.addr.to_string())
             && self.laddr.as_ref().is_none_or(|a| *a == c.local_addr.to_string())
-            && self.type_normal.unwrap_or(true)
+            && self.client_type.is_none_or(|t| t == Some(c.is_subscriber()))
             && self.user.as_ref().is_none_or(|u| u == "default")
             && self.max_age.is_none_or(|age| now_ms.saturating_sub(c.created_ms) / 1000 >= age)
     }
@@ -243,10 +259,10 @@ fn parse_kill_filter(args: &[&[u8]]) -> Result<KillFilter, CmdError> {
         } else if is(key, "laddr") {
             f.laddr = Some(text(value));
         } else if is(key, "type") {
-            if is(value, "normal") {
-                f.type_normal = Some(true);
-            } else if is(value, "master") || is(value, "replica") || is(value, "slave") || is(value, "pubsub") {
-                f.type_normal = Some(false);
+            if is(value, "normal") || is(value, "pubsub") {
+                f.client_type = Some(Some(is(value, "pubsub")));
+            } else if is(value, "master") || is(value, "replica") || is(value, "slave") {
+                f.client_type = Some(None);
             } else {
                 return Err(CmdError::err(format!("Unknown client type '{}'", text(value))));
             }

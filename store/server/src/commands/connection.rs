@@ -9,6 +9,13 @@ use crate::client::ReplyMode;
 pub const REDIS_COMPAT_VERSION: &str = "7.0.15";
 
 pub fn ping(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    if args.len() <= 2 && super::pubsub::in_resp2_subscribed_mode(ctx) {
+        // Redis's subscribed-mode PING: ["pong", message or ""].
+        ctx.out.array(2);
+        ctx.out.bulk(b"pong");
+        ctx.out.bulk(args.get(1).copied().unwrap_or(b""));
+        return Ok(());
+    }
     match args.len() {
         1 => ctx.out.simple("PONG"),
         2 => ctx.out.bulk(args[1]),
@@ -132,6 +139,7 @@ fn write_hello_map(ctx: &mut Ctx<'_>, protocol: ProtocolVersion) {
 }
 
 pub fn reset(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
+    super::pubsub::leave(ctx);
     ctx.client.select(0);
     ctx.client.set_protocol(ProtocolVersion::Resp2);
     ctx.client.reply_mode = ReplyMode::On;

@@ -225,8 +225,8 @@ fn stats_section(server: &Server, t: &Totals, out: &mut String) -> &'static str 
     field!(out, "evicted_keys", 0);
     field!(out, "keyspace_hits", t.keyspace_hits);
     field!(out, "keyspace_misses", t.keyspace_misses);
-    field!(out, "pubsub_channels", 0);
-    field!(out, "pubsub_patterns", 0);
+    field!(out, "pubsub_channels", server.pubsub.channel_count());
+    field!(out, "pubsub_patterns", server.pubsub.pattern_count());
     field!(out, "total_error_replies", t.error_replies);
     field!(out, "total_reads_processed", t.commands);
     "Stats"

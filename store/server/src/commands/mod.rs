@@ -18,6 +18,7 @@ pub mod keys;
 pub mod lcs;
 pub mod lists;
 pub mod meta;
+pub mod pubsub;
 pub mod server_admin;
 pub mod sets;
 pub mod streams;
@@ -107,7 +108,7 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
     if record_error(ctx) {
         counters.failed.add(1);
     }
-    apply_reply_mode(ctx, reply_start, spec.name == "client");
+    apply_reply_mode(ctx, reply_start, spec.name == "client", spec.flags & table::PUSH_REPLY != 0);
 }
 
 /// A command was refused inside MULTI: EXEC will answer EXECABORT.
@@ -132,6 +133,12 @@ fn admit(ctx: &Ctx<'_>, spec: &table::CommandSpec, args: &[&[u8]]) -> CmdResult 
     if !ctx.client.authenticated && spec.flags & table::NO_AUTH == 0 {
         return Err(CmdError::NoAuth);
     }
+    if ctx.client.pubsub.is_some()
+        && ctx.client.protocol == cairn_protocol::ProtocolVersion::Resp2
+        && !pubsub::allowed_when_subscribed(spec.name)
+    {
+        return Err(pubsub::refused_when_subscribed(spec.name, args));
+    }
     Ok(())
 }
 
@@ -147,13 +154,17 @@ fn record_error(ctx: &mut Ctx<'_>) -> bool {
 }
 
 /// CLIENT REPLY OFF/SKIP: drops the reply just written.
-fn apply_reply_mode(ctx: &mut Ctx<'_>, reply_start: usize, was_client_command: bool) {
+/// Pub/sub frames (`pushes`) are written whatever the mode, as in Redis.
+fn apply_reply_mode(ctx: &mut Ctx<'_>, reply_start: usize, was_client_command: bool, pushes: bool) {
     match ctx.client.reply_mode {
         ReplyMode::On => {}
+        ReplyMode::Off if pushes => {}
         ReplyMode::Off => ctx.out.buffer().truncate(reply_start),
         ReplyMode::Skip if was_client_command => {}
         ReplyMode::Skip => {
-            ctx.out.buffer().truncate(reply_start);
+            if !pushes {
+                ctx.out.buffer().truncate(reply_start);
+            }
             ctx.client.reply_mode = ReplyMode::On;
         }
     }

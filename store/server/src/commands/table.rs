@@ -4,8 +4,8 @@
 use std::sync::OnceLock;
 
 use super::{
-    bits, client, connection, debug, expire, hashes, info, introspection, keys, lists, server_admin, sets, streams,
-    strings, transactions, zsets, Handler,
+    bits, client, connection, debug, expire, hashes, info, introspection, keys, lists, pubsub, server_admin, sets,
+    streams, strings, transactions, zsets, Handler,
 };
 
 /// Modifies the keyspace: the write-ahead log records every command with this flag.
@@ -25,6 +25,8 @@ pub const TXN_CONTROL: u32 = 1 << 5;
 pub const MOVABLE: u32 = 1 << 6;
 /// Allowed while the dataset is loading (Redis's `loading` flag).
 pub const LOADING_OK: u32 = 1 << 7;
+/// Replies with pub/sub frames, which CLIENT REPLY OFF/SKIP does not silence.
+pub const PUSH_REPLY: u32 = 1 << 8;
 
 /// One command.
 #[derive(Debug)]
@@ -162,7 +164,7 @@ pub static CORE: &[CommandSpec] = &[
 ];
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 7] {
+fn families() -> [&'static [CommandSpec]; 8] {
     [
         CORE,
         lists::COMMANDS,
@@ -171,6 +173,7 @@ fn families() -> [&'static [CommandSpec]; 7] {
         zsets::COMMANDS,
         streams::COMMANDS,
         transactions::COMMANDS,
+        pubsub::COMMANDS,
     ]
 }
 

@@ -1,0 +1,247 @@
+//! Pub/sub commands: SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE,
+//! PUBLISH and PUBSUB, with Redis 7.0's replies (the registry and delivery
+//! are in `crate::pubsub`).
+//!
+//! (Un)subscribe confirmations are push frames (arrays in RESP2) written
+//! even under CLIENT REPLY OFF/SKIP (the `PUSH_REPLY` flag), as Redis does.
+//! A RESP2 connection with subscriptions is in subscribed mode: only the
+//! commands [`allowed_when_subscribed`] names run (the dispatcher asks).
+
+use cairn_protocol::ProtocolVersion;
+
+use super::table::{c, CommandSpec, F, LOADING_OK, NONE, PUSH_REPLY};
+use super::{is, CmdError, CmdResult, Ctx};
+use crate::pubsub::Subscriptions;
+
+/// This family's commands (joined into the command table). PUBLISH is not a
+/// write: Redis flags it `pubsub`, and it never touches the keyspace.
+pub static COMMANDS: &[CommandSpec] = &[
+    c("subscribe", -2, PUSH_REPLY | LOADING_OK, NONE, subscribe),
+    c("unsubscribe", -1, PUSH_REPLY | LOADING_OK, NONE, unsubscribe),
+    c("psubscribe", -2, PUSH_REPLY | LOADING_OK, NONE, psubscribe),
+    c("punsubscribe", -1, PUSH_REPLY | LOADING_OK, NONE, punsubscribe),
+    c("publish", 3, F | LOADING_OK, NONE, publish),
+    c("pubsub", -2, 0, NONE, pubsub),
+];
+
+/// Commands a RESP2 connection may run in subscribed mode.
+pub fn allowed_when_subscribed(name: &str) -> bool {
+    matches!(
+        name,
+        "subscribe"
+            | "unsubscribe"
+            | "psubscribe"
+            | "punsubscribe"
+            | "ssubscribe"
+            | "sunsubscribe"
+            | "ping"
+            | "quit"
+            | "reset"
+    )
+}
+
+/// Commands whose subcommand is part of the name Redis reports (`client|list`).
+const CONTAINERS: &[&str] = &[
+    "acl", "client", "cluster", "command", "config", "function", "latency", "memory", "module", "object", "pubsub",
+    "script", "slowlog", "xgroup", "xinfo",
+];
+
+/// Redis's refusal of a command in subscribed mode.
+pub fn refused_when_subscribed(name: &str, args: &[&[u8]]) -> CmdError {
+    let full = match args.get(1) {
+        Some(sub) if CONTAINERS.contains(&name) => format!("{name}|{}", String::from_utf8_lossy(sub).to_lowercase()),
+        _ => name.to_string(),
+    };
+    CmdError::Message(format!(
+        "ERR Can't execute '{full}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in \
+         this context"
+    ))
+}
+
+/// Whether the client is in RESP2 subscribed mode (PING answers differently).
+pub fn in_resp2_subscribed_mode(ctx: &Ctx<'_>) -> bool {
+    ctx.client.pubsub.is_some() && ctx.client.protocol == ProtocolVersion::Resp2
+}
+
+/// `[kind, name, count]` as a push frame (an array in RESP2); a missing
+/// name is a null (UNSUBSCRIBE with nothing to unsubscribe).
+fn confirm(ctx: &mut Ctx<'_>, kind: &[u8], name: Option<&[u8]>, count: usize) {
+    ctx.out.push(3);
+    ctx.out.bulk(kind);
+    match name {
+        Some(name) => ctx.out.bulk(name),
+        None => ctx.out.null_bulk(),
+    }
+    ctx.out.int(count as i64);
+}
+
+/// Enters subscribed mode (a registry handle for this connection).
+fn enter(ctx: &mut Ctx<'_>) {
+    if ctx.client.pubsub.is_none() {
+        ctx.client.pubsub = Some(Box::new(Subscriptions::new(ctx.client.handle.clone())));
+    }
+}
+
+/// Writes what was delivered but not yet sent, so it precedes this reply.
+fn flush_pending(ctx: &mut Ctx<'_>) {
+    if let Some(subs) = &ctx.client.pubsub {
+        subs.subscriber.take_into(ctx.out.buffer());
+    }
+}
+
+/// Leaves subscribed mode once nothing is subscribed any more.
+fn leave_if_empty(ctx: &mut Ctx<'_>) {
+    if ctx.client.pubsub.as_ref().is_some_and(|s| s.count() == 0) {
+        flush_pending(ctx);
+        ctx.client.pubsub = None;
+    }
+}
+
+/// Drops every subscription without confirmations (RESET).
+pub fn leave(ctx: &mut Ctx<'_>) {
+    flush_pending(ctx);
+    if let Some(subs) = ctx.client.pubsub.take() {
+        ctx.server.pubsub.forget(&subs);
+    }
+}
+
+pub fn subscribe(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    enter(ctx);
+    for channel in &args[1..] {
+        let Some(subs) = ctx.client.pubsub.as_deref_mut() else { break };
+        ctx.server.pubsub.subscribe(subs, channel);
+        let count = subs.count();
+        confirm(ctx, b"subscribe", Some(channel), count);
+    }
+    Ok(())
+}
+
+pub fn psubscribe(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    enter(ctx);
+    for pattern in &args[1..] {
+        let Some(subs) = ctx.client.pubsub.as_deref_mut() else { break };
+        ctx.server.pubsub.psubscribe(subs, pattern);
+        let count = subs.count();
+        confirm(ctx, b"psubscribe", Some(pattern), count);
+    }
+    Ok(())
+}
+
+pub fn unsubscribe(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    flush_pending(ctx);
+    let names: Vec<Vec<u8>> = if args.len() > 1 {
+        args[1..].iter().map(|a| a.to_vec()).collect()
+    } else {
+        ctx.client.pubsub.as_ref().map(|s| s.channels.iter().cloned().collect()).unwrap_or_default()
+    };
+    if names.is_empty() {
+        let count = ctx.client.pubsub.as_ref().map_or(0, |s| s.count());
+        confirm(ctx, b"unsubscribe", None, count);
+    }
+    for channel in &names {
+        let count = match ctx.client.pubsub.as_deref_mut() {
+            Some(subs) => {
+                ctx.server.pubsub.unsubscribe(subs, channel);
+                subs.count()
+            }
+            None => 0,
+        };
+        confirm(ctx, b"unsubscribe", Some(channel), count);
+    }
+    leave_if_empty(ctx);
+    Ok(())
+}
+
+pub fn punsubscribe(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    flush_pending(ctx);
+    let names: Vec<Vec<u8>> = if args.len() > 1 {
+        args[1..].iter().map(|a| a.to_vec()).collect()
+    } else {
+        ctx.client.pubsub.as_ref().map(|s| s.patterns.clone()).unwrap_or_default()
+    };
+    if names.is_empty() {
+        let count = ctx.client.pubsub.as_ref().map_or(0, |s| s.count());
+        confirm(ctx, b"punsubscribe", None, count);
+    }
+    for pattern in &names {
+        let count = match ctx.client.pubsub.as_deref_mut() {
+            Some(subs) => {
+                ctx.server.pubsub.punsubscribe(subs, pattern);
+                subs.count()
+            }
+            None => 0,
+        };
+        confirm(ctx, b"punsubscribe", Some(pattern), count);
+    }
+    leave_if_empty(ctx);
+    Ok(())
+}
+
+pub fn publish(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let receivers = ctx.server.pubsub.publish(args[1], args[2]);
+    // A subscriber publishing to itself reads the message before the count, as in Redis.
+    flush_pending(ctx);
+    ctx.out.int(receivers as i64);
+    Ok(())
+}
+
+pub fn pubsub(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let sub = args[1];
+    let argc = args.len();
+    let syntax = || {
+        CmdError::err(format!(
+            "unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP.",
+            String::from_utf8_lossy(sub)
+        ))
+    };
+    if is(sub, "channels") || is(sub, "shardchannels") {
+        if argc > 3 {
+            return Err(syntax());
+        }
+        let channels = if is(sub, "channels") { ctx.server.pubsub.channels(args.get(2).copied()) } else { Vec::new() };
+        ctx.out.array(channels.len());
+        for channel in &channels {
+            ctx.out.bulk(channel);
+        }
+    } else if is(sub, "numsub") || is(sub, "shardnumsub") {
+        let shard = is(sub, "shardnumsub");
+        ctx.out.array(2 * (argc - 2));
+        for channel in &args[2..] {
+            ctx.out.bulk(channel);
+            ctx.out.int(if shard { 0 } else { ctx.server.pubsub.numsub(channel) as i64 });
+        }
+    } else if is(sub, "numpat") {
+        if argc != 2 {
+            return Err(CmdError::subcommand_arity("pubsub", sub));
+        }
+        ctx.out.int(ctx.server.pubsub.pattern_count() as i64);
+    } else if is(sub, "help") {
+        if argc != 2 {
+            return Err(CmdError::subcommand_arity("pubsub", sub));
+        }
+        help(ctx);
+    } else {
+        return Err(CmdError::unknown_subcommand("pubsub", sub));
+    }
+    Ok(())
+}
+
+fn help(ctx: &mut Ctx<'_>) {
+    let lines = [
+        "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "CHANNELS [<pattern>]",
+        "    Return the currently active channels matching a <pattern> (default: '*').",
+        "NUMPAT",
+        "    Return number of subscriptions to patterns.",
+        "NUMSUB [<channel> ...]",
+        "    Return the number of subscribers for the specified channels, excluding",
+        "    pattern subscriptions(default: no channels).",
+        "SHARDCHANNELS [<pattern>]",
+        "    Return the currently active shard level channels matching a <pattern> (default: '*').",
+        "SHARDNUMSUB [<shardchannel> ...]",
+        "    Return the number of subscribers for the specified shard level channel(s)",
+        "HELP",
+        "    Print this help.",
+    ];
+    super::server_admin::write_help(ctx, &lines);
+}
