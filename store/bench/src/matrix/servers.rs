@@ -232,7 +232,7 @@ mod tests {
 
     #[test]
     fn cairn_gets_durability_only_when_configured() {
-        assert_eq!(argv_for(ServerKind::Cairn, None), "bin --port 1 --bind 127.0.0.1 --data-dir /d");
+        assert_eq!(argv_for(ServerKind::Cairn, None), "bin --port 1 --bind 127.0.0.1 --data-dir /d --admin-port 0");
         assert!(argv_for(ServerKind::Cairn, Some("sync")).ends_with("--durability sync"));
     }
 }
