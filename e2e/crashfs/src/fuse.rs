@@ -64,6 +64,13 @@ fn reply_entry(result: Result<Attr, FsError>, reply: ReplyEntry) {
     }
 }
 
+fn reply_attr(result: Result<Attr, FsError>, reply: ReplyAttr) {
+    match result {
+        Ok(attr) => reply.attr(&TTL, &file_attr(&attr)),
+        Err(e) => reply.error(errno(e)),
+    }
+}
+
 fn reply_empty(result: Result<(), FsError>, reply: ReplyEmpty) {
     match result {
         Ok(()) => reply.ok(),
@@ -77,10 +84,7 @@ impl Filesystem for CrashFs {
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        match self.fs().getattr(ino.0) {
-            Ok(attr) => reply.attr(&TTL, &file_attr(&attr)),
-            Err(e) => reply.error(errno(e)),
-        }
+        reply_attr(self.fs().getattr(ino.0), reply);
     }
 
     fn setattr(
@@ -111,10 +115,7 @@ impl Filesystem for CrashFs {
             }
             fs.getattr(ino.0)
         })();
-        match result {
-            Ok(attr) => reply.attr(&TTL, &file_attr(&attr)),
-            Err(e) => reply.error(errno(e)),
-        }
+        reply_attr(result, reply);
     }
 
     fn mknod(

@@ -353,10 +353,7 @@ fn rerun(server: &Server, stats: &WorkerStats, waiter: &Waiter) -> Option<(Vec<u
     let now_ms = cairn_engine::clock::now_ms();
     let mut ctx =
         Ctx { server, client: &mut client, out: ReplyWriter::new(&mut reply, waiter.protocol), stats, now_ms };
-    let result = match server.persistence.wal() {
-        Some(wal) if spec.flags & table::WRITE != 0 => crate::persistence::logging::execute(&mut ctx, spec, &args, wal),
-        _ => (spec.handler)(&mut ctx, &args),
-    };
+    let result = crate::persistence::logging::run(&mut ctx, spec, &args);
     if matches!(ctx.client.block, BlockState::NotServed) {
         return None;
     }

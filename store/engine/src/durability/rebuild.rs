@@ -23,15 +23,15 @@ pub fn commands_for<E>(key: &[u8], entry: &Entry, emit: &mut impl FnMut(&[&[u8]]
             emit(&[b"SET", key, buf.format(*i).as_bytes()])?;
         }
         Value::Str(s) => s.with_bytes(|b| emit(&[b"SET", key, b]))?,
-        Value::List(list) => chunked(b"RPUSH", key, list.iter().map(|e| e.to_vec()), emit)?,
+        Value::List(list) => chunked(b"RPUSH", key, 1, list.iter().map(|e| e.to_vec()), emit)?,
         Value::Hash(hash) => {
             let pairs = hash.iter().flat_map(|(f, v)| [f.to_vec(), v.to_vec()]);
-            chunked_pairs(b"HSET", key, pairs, emit)?
+            chunked(b"HSET", key, 2, pairs, emit)?
         }
-        Value::Set(set) => chunked(b"SADD", key, set.iter().map(|m| m.with_bytes(|b| b.to_vec())), emit)?,
+        Value::Set(set) => chunked(b"SADD", key, 1, set.iter().map(|m| m.with_bytes(|b| b.to_vec())), emit)?,
         Value::ZSet(zset) => {
             let pairs = zset.iter().flat_map(|(m, score)| [format_score(score), m.to_vec()]);
-            chunked_pairs(b"ZADD", key, pairs, emit)?
+            chunked(b"ZADD", key, 2, pairs, emit)?
         }
         Value::Stream(stream) => stream_commands(key, stream, emit)?,
     }
@@ -49,37 +49,20 @@ fn format_score(score: f64) -> Vec<u8> {
     out
 }
 
+/// Emits `command key items...` with at most `CHUNK` elements (of `per`
+/// items each: 1 for members, 2 for field/value or score/member pairs) per
+/// command.
 fn chunked<E>(
     command: &[u8],
     key: &[u8],
+    per: usize,
     items: impl Iterator<Item = Vec<u8>>,
     emit: &mut impl FnMut(&[&[u8]]) -> Result<(), E>,
 ) -> Result<(), E> {
-    let mut batch: Vec<Vec<u8>> = Vec::with_capacity(CHUNK);
+    let mut batch: Vec<Vec<u8>> = Vec::with_capacity(CHUNK * per);
     for item in items {
         batch.push(item);
-        if batch.len() == CHUNK {
-            emit_batch(command, key, &batch, emit)?;
-            batch.clear();
-        }
-    }
-    if !batch.is_empty() {
-        emit_batch(command, key, &batch, emit)?;
-    }
-    Ok(())
-}
-
-/// Like [`chunked`] for items that come in pairs (field/value, score/member).
-fn chunked_pairs<E>(
-    command: &[u8],
-    key: &[u8],
-    items: impl Iterator<Item = Vec<u8>>,
-    emit: &mut impl FnMut(&[&[u8]]) -> Result<(), E>,
-) -> Result<(), E> {
-    let mut batch: Vec<Vec<u8>> = Vec::with_capacity(CHUNK * 2);
-    for item in items {
-        batch.push(item);
-        if batch.len() == CHUNK * 2 {
+        if batch.len() == CHUNK * per {
             emit_batch(command, key, &batch, emit)?;
             batch.clear();
         }

@@ -50,13 +50,15 @@ pub struct RecoverOptions {
     pub repair: bool,
 }
 
-/// Replays every record after `after_lsn` (the snapshot's LSN) in order.
+/// Replays every record after `after_lsn` (the snapshot's LSN) in order:
+/// `apply(record, scratch)` gets a reusable vector for the record's
+/// argument slices (see [`RecordRef::for_each_command`]).
 pub fn recover_log(
     storage: &Arc<dyn Storage>,
     dir: &Path,
     after_lsn: Lsn,
     options: RecoverOptions,
-    mut apply: impl FnMut(RecordRef<'_>) -> Result<(), String>,
+    mut apply: impl for<'a> FnMut(RecordRef<'a>, &mut Vec<&'a [u8]>) -> Result<(), String>,
 ) -> Result<(LogTail, RecoveryReport), RecoveryError> {
     let io_err = |path: &Path| {
         let path = path.display().to_string();
@@ -116,6 +118,8 @@ pub fn recover_log(
             remove_later(storage, dir, &segments[index..], &options).map_err(io_err(dir))?;
             break;
         }
+        // Argument slices of each record's commands, reused record to record.
+        let mut scratch = Vec::new();
         let scan = segment::scan(&bytes, *base, |rec| {
             report.last_lsn = rec.lsn;
             if rec.lsn <= after_lsn {
@@ -123,7 +127,7 @@ pub fn recover_log(
                 return Ok(());
             }
             let lsn = rec.lsn;
-            apply(rec).map_err(|reason| RecoveryError::Apply { lsn, reason })?;
+            apply(rec, &mut scratch).map_err(|reason| RecoveryError::Apply { lsn, reason })?;
             report.records_replayed += 1;
             Ok(())
         })?;

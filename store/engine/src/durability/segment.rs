@@ -105,10 +105,10 @@ pub struct Scan {
 /// Walks the records of a segment (`bytes` is the whole file) starting with
 /// `expected` as the first LSN, calling `visit` for each valid record in
 /// order.
-pub fn scan<E>(
-    bytes: &[u8],
+pub fn scan<'a, E>(
+    bytes: &'a [u8],
     mut expected: Lsn,
-    mut visit: impl FnMut(RecordRef<'_>) -> Result<(), E>,
+    mut visit: impl FnMut(RecordRef<'a>) -> Result<(), E>,
 ) -> Result<Scan, E> {
     let mut pos = HEADER_LEN.min(bytes.len());
     loop {

@@ -8,9 +8,40 @@
 //! server.hooks.snapshot.set(Arc::new(my_snapshotter));
 //! ```
 
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+
 use crate::metrics::durability::DurabilityCell;
 
 use super::snapshot::SnapshotCell;
+
+/// One replaceable hook: empty until something is installed.
+pub struct HookCell<T: ?Sized>(RwLock<Option<Arc<T>>>);
+
+impl<T: ?Sized> Default for HookCell<T> {
+    fn default() -> Self {
+        HookCell(RwLock::new(None))
+    }
+}
+
+impl<T: ?Sized> std::fmt::Debug for HookCell<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HookCell")
+    }
+}
+
+impl<T: ?Sized> HookCell<T> {
+    /// Installs a hook (replaces the previous one).
+    pub fn set(&self, hook: Arc<T>) {
+        *self.0.write() = Some(hook);
+    }
+
+    /// The installed hook, if any.
+    pub fn installed(&self) -> Option<Arc<T>> {
+        self.0.read().clone()
+    }
+}
 
 /// The durability layer's hooks, held by `Server`.
 #[derive(Debug, Default)]

@@ -6,12 +6,10 @@
 //! [`SnapshotCell::set`].
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use parking_lot::RwLock;
 use serde::Serialize;
 
 use super::auth::Authorized;
@@ -49,24 +47,7 @@ pub trait SnapshotHook: Send + Sync {
 }
 
 /// Where the server keeps an installed [`SnapshotHook`] (none by default).
-#[derive(Default)]
-pub struct SnapshotCell(RwLock<Option<Arc<dyn SnapshotHook>>>);
-
-impl std::fmt::Debug for SnapshotCell {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SnapshotCell")
-    }
-}
-
-impl SnapshotCell {
-    pub fn set(&self, hook: Arc<dyn SnapshotHook>) {
-        *self.0.write() = Some(hook);
-    }
-
-    pub fn installed(&self) -> Option<Arc<dyn SnapshotHook>> {
-        self.0.read().clone()
-    }
-}
+pub type SnapshotCell = super::hooks::HookCell<dyn SnapshotHook>;
 
 /// Takes a snapshot through the installed hook, or the persistence layer.
 pub fn take(server: &Server) -> Result<SnapshotReport, SnapshotError> {

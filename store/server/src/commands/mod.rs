@@ -93,10 +93,7 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
     }
     let reply_start = ctx.out.buffer().len();
     let started = Instant::now();
-    let result = match ctx.server.persistence.wal() {
-        Some(wal) if spec.flags & table::WRITE != 0 => crate::persistence::logging::execute(ctx, spec, args, wal),
-        _ => (spec.handler)(ctx, args),
-    };
+    let result = crate::persistence::logging::run(ctx, spec, args);
     counters.record_usec(started.elapsed().as_micros() as u64);
     counters.calls.add(1);
     ctx.stats.commands.add(1);

@@ -10,7 +10,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::table::{c, lookup, spec, CommandSpec, F, LOADING_OK, MOVABLE, NONE, R, TXN_CONTROL};
+use super::table::{c, lookup, spec, CommandSpec, F, LOADING_OK, NONE, R, TXN_CONTROL};
 use super::{dispatch, CmdError, CmdResult, Ctx};
 use crate::client::MultiState;
 
@@ -126,19 +126,25 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     Ok(())
 }
 
-/// The sorted shard indexes the queued commands need: their keys' shards,
-/// or every shard when one of them has no declared keys (FLUSHALL, KEYS, ...).
+/// The sorted shard indexes the queued commands need: what the write path
+/// holds for each of them (their keys' shards, or every shard when their
+/// keys are not all declared), so EXEC already holds whatever its commands
+/// lock; keyless commands that touch no data (PING, ...) need none.
 fn shards_for(ctx: &Ctx<'_>, state: &MultiState) -> Vec<usize> {
     let keyspace = &ctx.server.keyspace;
     let mut shards = Vec::new();
     for queued in &state.queued {
         let Some(index) = lookup(&queued[0]) else { continue };
-        let positions = spec(index).key_positions(queued.len());
-        let undeclared = positions.is_empty() || spec(index).flags & MOVABLE != 0;
-        if undeclared && spec(index).flags & (super::table::WRITE | R) != 0 {
-            return (0..keyspace.num_shards()).collect();
+        let spec = spec(index);
+        if spec.key_positions(queued.len()).is_empty() && spec.flags & (super::table::WRITE | R) == 0 {
+            continue;
         }
-        shards.extend(positions.into_iter().map(|p| keyspace.shard_of(&queued[p])));
+        let args: Vec<&[u8]> = queued.iter().map(Vec::as_slice).collect();
+        let needed = crate::persistence::logging::shards_for(keyspace, spec, &args);
+        if needed.len() == keyspace.num_shards() {
+            return needed;
+        }
+        shards.extend(needed);
     }
     for watched in &ctx.client.watched {
         shards.push(keyspace.shard_of(&watched.key));

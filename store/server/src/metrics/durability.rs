@@ -7,9 +7,6 @@
 //! tier and zeros, with the histograms' buckets present (so dashboards show
 //! zero rather than "no data").
 
-use std::sync::Arc;
-
-use parking_lot::RwLock;
 use serde::Serialize;
 
 /// A histogram: `(upper bound, observations in this bucket)` — counts per
@@ -118,29 +115,12 @@ impl DurabilitySource for NoWal {
 
 /// Where the server keeps an installed [`DurabilitySource`]; without one,
 /// the metrics read the server's persistence layer ([`super::wal`]).
-#[derive(Default)]
-pub struct DurabilityCell(RwLock<Option<Arc<dyn DurabilitySource>>>);
-
-impl std::fmt::Debug for DurabilityCell {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("DurabilityCell")
-    }
-}
-
-impl DurabilityCell {
-    /// Installs a source (replaces the previous one).
-    pub fn set(&self, source: Arc<dyn DurabilitySource>) {
-        *self.0.write() = Some(source);
-    }
-
-    /// The installed source, if any.
-    pub fn installed(&self) -> Option<Arc<dyn DurabilitySource>> {
-        self.0.read().clone()
-    }
-}
+pub type DurabilityCell = crate::admin::hooks::HookCell<dyn DurabilitySource>;
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
 
     #[test]

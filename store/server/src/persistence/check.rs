@@ -54,7 +54,7 @@ pub fn check(dir: &Path, repair: bool) -> CheckReport {
     }
     let options = RecoverOptions { read_only: !repair, repair };
     let mut commands = 0u64;
-    match recover_log(&storage, dir, after, options, |rec| {
+    match recover_log(&storage, dir, after, options, |rec, _| {
         commands += rec.len() as u64;
         Ok(())
     }) {

@@ -11,10 +11,11 @@
 use std::borrow::Cow;
 
 use cairn_engine::durability::{record, Kind, Wal, WalError};
+use cairn_engine::Keyspace;
 
 use super::effect::{self, Effect};
 use crate::blocking::BlockState;
-use crate::commands::table::{CommandSpec, MOVABLE};
+use crate::commands::table::{CommandSpec, MOVABLE, WRITE};
 use crate::commands::{CmdError, CmdResult, Ctx};
 
 /// The error a write gets while the log refuses writes.
@@ -31,8 +32,7 @@ pub fn refused(e: &WalError) -> CmdError {
 
 /// The sorted shards a write command may touch: its keys' shards, or all of
 /// them when its keys are not all declared (FLUSHALL, ZUNIONSTORE, ...).
-pub fn shards_for(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[&[u8]]) -> Vec<usize> {
-    let keyspace = &ctx.server.keyspace;
+pub fn shards_for(keyspace: &Keyspace, spec: &CommandSpec, args: &[&[u8]]) -> Vec<usize> {
     let positions = spec.key_positions(args.len());
     if positions.is_empty() || spec.flags & MOVABLE != 0 {
         return (0..keyspace.num_shards()).collect();
@@ -55,7 +55,16 @@ fn hold<'a>(ctx: &Ctx<'a>, spec: &CommandSpec, args: &[&[u8]]) -> Held<'a> {
     let single = spec.first_key > 0 && spec.first_key == spec.last_key && spec.flags & MOVABLE == 0;
     match args.get(spec.first_key as usize) {
         Some(key) if single => Held::One(keyspace.hold_shard(keyspace.shard_of(key))),
-        _ => Held::Many(keyspace.hold_shards(&shards_for(ctx, spec, args))),
+        _ => Held::Many(keyspace.hold_shards(&shards_for(keyspace, spec, args))),
+    }
+}
+
+/// Runs any command: write commands through [`execute`] when a log exists,
+/// everything else straight through its handler.
+pub fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[&[u8]]) -> CmdResult {
+    match ctx.server.persistence.wal() {
+        Some(wal) if spec.flags & WRITE != 0 => execute(ctx, spec, args, wal),
+        _ => (spec.handler)(ctx, args),
     }
 }
 

@@ -39,7 +39,6 @@ pub struct WaitAof {
     pub lsn: Lsn,
     /// Unix ms; 0: forever.
     pub deadline_ms: u64,
-    pub numlocal: i64,
 }
 
 /// Snapshot bookkeeping for INFO and LASTSAVE.

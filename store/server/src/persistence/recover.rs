@@ -2,10 +2,10 @@
 //! through the command table, then open the log for appending (or, in the
 //! `none` tier, fold a leftover log into a fresh snapshot).
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use cairn_engine::durability::{recover_log, snapshot, RecoverOptions, RecoveryReport, Wal, WalOptions};
+use cairn_engine::durability::{recover_log, snapshot, LogTail, RecoverOptions, RecoveryReport, Wal, WalOptions};
 
 use super::replay::Replayer;
 use crate::server::Server;
@@ -33,6 +33,37 @@ pub struct Recovered {
     pub seconds: f64,
 }
 
+/// What [`load_from_disk`] found.
+pub struct Loaded {
+    pub snapshot: Option<snapshot::SnapshotInfo>,
+    pub tail: LogTail,
+    pub log: RecoveryReport,
+}
+
+/// Loads the newest snapshot, then replays the log after it, through
+/// `replayer`; counts replayed records into `progress` if given.
+pub fn load_from_disk(
+    server: &Server,
+    replayer: &mut Replayer<'_>,
+    options: RecoverOptions,
+    progress: Option<&AtomicU64>,
+) -> Result<Loaded, RecoverError> {
+    let p = &server.persistence;
+    let mut info = None;
+    if let Some((_, name)) = snapshot::newest(p.storage.as_ref(), &p.dir)? {
+        info =
+            Some(snapshot::load(p.storage.as_ref(), &p.dir, &name, |time, db, args| replayer.apply(time, db, args))?);
+    }
+    let after = info.as_ref().map_or(0, |i| i.lsn);
+    let (tail, log) = recover_log(&p.storage, &p.dir, after, options, |rec, scratch| {
+        if let Some(progress) = progress {
+            progress.fetch_add(1, Ordering::Relaxed);
+        }
+        rec.for_each_command(scratch, |db, args| replayer.apply(rec.time_ms, db, args))
+    })?;
+    Ok(Loaded { snapshot: info, tail, log })
+}
+
 /// Rebuilds the keyspace from disk and opens the log. The server answers
 /// -LOADING meanwhile.
 pub fn recover(server: &Server) -> Result<Recovered, RecoverError> {
@@ -47,19 +78,15 @@ pub fn recover(server: &Server) -> Result<Recovered, RecoverError> {
     }
     let mut out = Recovered::default();
     let mut replayer = Replayer::new(server);
-    if let Some((lsn, name)) = snapshot::newest(p.storage.as_ref(), &p.dir)? {
-        let info = snapshot::load(p.storage.as_ref(), &p.dir, &name, |time, db, args| replayer.apply(time, db, args))?;
-        out.snapshot_lsn = lsn;
+    let loaded = load_from_disk(server, &mut replayer, RecoverOptions::default(), Some(&p.recovery_records))?;
+    if let Some(info) = &loaded.snapshot {
+        out.snapshot_lsn = info.lsn;
         out.snapshot_records = info.records;
-        p.snapshot.last_lsn.store(lsn, Ordering::Relaxed);
+        p.snapshot.last_lsn.store(info.lsn, Ordering::Relaxed);
         p.snapshot.last_success_ms.store(info.created_ms, Ordering::Relaxed);
     }
-    let (tail, report) = recover_log(&p.storage, &p.dir, out.snapshot_lsn, RecoverOptions::default(), |rec| {
-        p.recovery_records.fetch_add(1, Ordering::Relaxed);
-        let mut scratch = Vec::new();
-        rec.for_each_command(&mut scratch, |db, args| replayer.apply(rec.time_ms, db, args))
-    })?;
-    out.log = report;
+    let tail = loaded.tail;
+    out.log = loaded.log;
     out.replay_errors = replayer.errors;
     p.recovered_lsn.store(tail.next_lsn - 1, Ordering::Release);
     if p.tier.logs() {

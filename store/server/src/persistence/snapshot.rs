@@ -10,7 +10,7 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use cairn_engine::durability::{rebuild, recover_log, segment, snapshot, RecoverOptions, WalError};
+use cairn_engine::durability::{rebuild, segment, snapshot, RecoverOptions, WalError};
 use cairn_engine::Keyspace;
 
 use super::replay::Replayer;
@@ -128,7 +128,7 @@ pub fn reload(server: &Server, from_log_only: bool) -> Result<(), String> {
     let held = keyspace.hold_shards(&all);
     if from_log_only {
         if let Some(wal) = p.wal() {
-            wal_sync_all(p, wal.last_lsn())?;
+            wait_log_durable(p, wal.last_lsn()).map_err(|e| e.to_string())?;
         }
     } else {
         take(p, keyspace)?;
@@ -140,24 +140,10 @@ pub fn reload(server: &Server, from_log_only: bool) -> Result<(), String> {
         }
     }
     let mut replayer = Replayer::new(server);
-    let mut after = 0;
-    if let Some((lsn, name)) = snapshot::newest(p.storage.as_ref(), &p.dir).map_err(|e| e.to_string())? {
-        snapshot::load(p.storage.as_ref(), &p.dir, &name, |t, db, args| replayer.apply(t, db, args))
-            .map_err(|e| e.to_string())?;
-        after = lsn;
-    }
     let read_only = RecoverOptions { read_only: true, repair: false };
-    recover_log(&p.storage, &p.dir, after, read_only, |rec| {
-        let mut scratch = Vec::new();
-        rec.for_each_command(&mut scratch, |db, args| replayer.apply(rec.time_ms, db, args))
-    })
-    .map_err(|e| e.to_string())?;
+    super::recover::load_from_disk(server, &mut replayer, read_only, None).map_err(|e| e.to_string())?;
     drop(held);
     Ok(())
-}
-
-fn wal_sync_all(p: &Persistence, lsn: u64) -> Result<(), String> {
-    wait_log_durable(p, lsn).map_err(|e| e.to_string())
 }
 
 /// The background thread: BGSAVE requests, and snapshots by WAL growth and

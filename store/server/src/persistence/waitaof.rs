@@ -38,7 +38,7 @@ pub fn waitaof(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     }
     wal.request_sync(lsn);
     let deadline_ms = if timeout == 0 { 0 } else { ctx.now_ms.saturating_add(timeout as u64) };
-    ctx.client.wait_aof = Some(WaitAof { lsn, deadline_ms, numlocal });
+    ctx.client.wait_aof = Some(WaitAof { lsn, deadline_ms });
     Ok(())
 }
 
@@ -63,7 +63,6 @@ pub async fn wait(server: &Server, wait: &WaitAof, protocol: ProtocolVersion) ->
         let left = wait.deadline_ms.saturating_sub(cairn_engine::clock::now_ms());
         tokio::time::timeout(Duration::from_millis(left), durable).await.unwrap_or(0)
     };
-    let _ = wait.numlocal;
     let mut buf = Vec::with_capacity(16);
     reply(&mut ReplyWriter::new(&mut buf, protocol), local);
     buf
