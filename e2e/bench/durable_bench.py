@@ -80,8 +80,10 @@ def wait_ready(port: int, proc: subprocess.Popen) -> None:
     for _ in range(200):
         if proc.poll() is not None:
             raise RuntimeError(f"server exited with {proc.returncode}")
-        r = subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True, text=True)
-        if r.stdout.strip() == "PONG":
+        # PING answers while a server is still loading its data; EXISTS does not.
+        r = subprocess.run(["redis-cli", "-p", str(port), "exists", "durable-bench:ready"],
+                           capture_output=True, text=True)
+        if r.stdout.strip() in ("0", "1"):
             return
         time.sleep(0.05)
     raise RuntimeError("server did not start")

@@ -283,9 +283,11 @@ def wait_ready(server: Server) -> None:
             raise RuntimeError(f"{server.spec.name} exited with {server.process.returncode} "
                                f"before answering PING; log:\n{tail(server.log_path)}")
         try:
+            # PING answers while a server is still loading its data; EXISTS does not.
             if resp_call(server.port, "PING") == "PONG":
+                resp_call(server.port, "EXISTS", "foundation-bench:ready")
                 return
-        except OSError as e:
+        except (OSError, RuntimeError) as e:
             last_error = str(e)
         time.sleep(0.05)
     raise RuntimeError(f"{server.spec.name} did not answer PING on port {server.port} within "

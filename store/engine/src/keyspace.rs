@@ -15,7 +15,8 @@
 use std::cell::{Cell, UnsafeCell};
 use std::hash::{BuildHasher, Hasher};
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use parking_lot::{ReentrantMutex, ReentrantMutexGuard};
 
@@ -58,6 +59,9 @@ pub struct ShardCell {
     /// first lock copies it into `frozen` before anyone can change it.
     freeze_pending: Cell<bool>,
     frozen: UnsafeCell<Option<Shard>>,
+    /// How long the last snapshot's copy of this shard held its lock (ns;
+    /// 0: not copied since the cut).
+    copy_nanos: AtomicU64,
 }
 
 // SAFETY: the cell is only reached through the ReentrantMutex, so one thread
@@ -74,10 +78,13 @@ impl<'a> ShardGuard<'a> {
     fn new(lock: ReentrantMutexGuard<'a, ShardCell>) -> Self {
         assert!(!lock.borrowed.get(), "shard borrowed twice on one thread");
         if lock.freeze_pending.get() {
+            let started = Instant::now();
             // SAFETY: we hold the lock and no borrow is live (checked above),
             // so reading the shard and writing the frozen slot is exclusive.
             unsafe { *lock.frozen.get() = Some((*lock.shard.get()).clone()) };
             lock.freeze_pending.set(false);
+            let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            lock.copy_nanos.store(nanos.max(1), Ordering::Relaxed);
         }
         lock.borrowed.set(true);
         ShardGuard { lock }
@@ -147,6 +154,7 @@ impl Keyspace {
                     shard: UnsafeCell::new(shard),
                     freeze_pending: Cell::new(false),
                     frozen: UnsafeCell::new(None),
+                    copy_nanos: AtomicU64::new(0),
                 }))
             })
             .collect();
@@ -228,10 +236,18 @@ impl Keyspace {
         let held = self.hold_shards(&all);
         for guard in &held {
             guard.freeze_pending.set(true);
+            guard.copy_nanos.store(0, Ordering::Relaxed);
         }
         let value = cut();
         drop(held);
         value
+    }
+
+    /// The longest time one shard stayed locked while the last snapshot
+    /// copied it: the worst stall a writer saw from that snapshot.
+    pub fn longest_freeze_copy(&self) -> Duration {
+        let nanos = self.shards.iter().map(|s| s.0.lock().copy_nanos.load(Ordering::Relaxed)).max().unwrap_or(0);
+        Duration::from_nanos(nanos)
     }
 
     /// The frozen image of shard `index` (copied now if nobody did yet).
@@ -354,6 +370,25 @@ mod tests {
         drop(guard);
         assert_eq!(ks.db_size(3), (100, 0));
         assert_eq!(ks.db_size(0), (0, 0));
+    }
+
+    #[test]
+    fn a_frozen_shard_keeps_the_image_of_the_cut_and_times_its_copy() {
+        let ks = Keyspace::new(1, 4);
+        ks.lock_key(b"k").db(0).insert(b"k", Value::from_bytes(b"before"), 0, 0);
+        let cut = ks.begin_freeze(|| 7);
+        assert_eq!(cut, 7);
+        assert_eq!(ks.longest_freeze_copy(), Duration::ZERO, "no shard copied yet");
+        ks.lock_key(b"k").db(0).insert(b"k", Value::from_bytes(b"after"), 0, 0);
+        assert!(ks.longest_freeze_copy() > Duration::ZERO, "the writer's lock copied the shard");
+        let index = ks.shard_of(b"k");
+        let frozen = ks.take_frozen(index);
+        assert_eq!(frozen.db_ref(0).len(), 1);
+        let value = frozen.db_ref(0).iter(0).find_map(|(_, e)| match &e.value {
+            Value::Str(s) => Some(s.to_vec()),
+            _ => None,
+        });
+        assert_eq!(value.as_deref(), Some(&b"before"[..]));
     }
 
     #[test]

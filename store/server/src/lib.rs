@@ -113,6 +113,8 @@ pub fn start(config: Config, shutdown: Shutdown) -> Result<RunningServer, StartE
     let (admin_addr, admin_listener) = admin::bind(&config.admin_bind, config.admin_port).map_err(|source| {
         StartError::AdminListen { addr: format!("{}:{}", config.admin_bind, config.admin_port), source }
     })?;
+    // Calibrate the latency clock now, not on the first command.
+    let _ = quanta::Instant::now();
     let server = Arc::new(Server::new(config, addr.port(), plan.len(), shutdown));
     let mut threads = Vec::with_capacity(plan.len() + 2);
     for (index, (cpu, listener)) in plan.iter().zip(listeners).enumerate() {

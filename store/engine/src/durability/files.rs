@@ -23,6 +23,20 @@ const SPARES_WANTED: usize = 1;
 /// Zero-fill chunk when preparing a spare.
 const FILL_CHUNK: usize = 1 << 20;
 
+/// How a new spare segment gets its blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpareFill {
+    /// Write zeros through the whole file and fsync: later overwrites in place
+    /// change no metadata, so each fdatasync flushes data only (the `sync`
+    /// tier, where every acknowledgement waits for one).
+    Zeros,
+    /// Reserve the blocks with `posix_fallocate` (unwritten extents, no data
+    /// written): no zero-fill traffic, but the first fdatasync over each new
+    /// block also commits its extent conversion. For the tiers whose
+    /// acknowledgements do not wait for fdatasync.
+    Allocate,
+}
+
 /// The segment being written.
 #[derive(Debug)]
 pub struct Active {
@@ -32,7 +46,7 @@ pub struct Active {
     pub size: u64,
 }
 
-/// A zero-filled, fsynced file under a spare name.
+/// A preallocated (see [`SpareFill`]), fsynced file under a spare name.
 #[derive(Debug)]
 pub struct Spare {
     pub name: String,
@@ -46,6 +60,7 @@ pub struct Files {
     pub storage: Arc<dyn Storage>,
     pub dir: PathBuf,
     pub segment_size: u64,
+    pub fill: SpareFill,
     pub active: Option<Active>,
     /// Segments before the active one, oldest first: (base LSN, name).
     pub sealed: VecDeque<(Lsn, String)>,
@@ -63,11 +78,12 @@ pub enum WriteError {
 }
 
 impl Files {
-    pub fn new(storage: Arc<dyn Storage>, dir: &Path, segment_size: u64) -> Files {
+    pub fn new(storage: Arc<dyn Storage>, dir: &Path, segment_size: u64, fill: SpareFill) -> Files {
         Files {
             storage,
             dir: dir.to_path_buf(),
             segment_size,
+            fill,
             active: None,
             sealed: VecDeque::new(),
             spares: Vec::new(),
@@ -198,7 +214,7 @@ impl Files {
         }
         let name = self.next_spare_name();
         let size = self.segment_size.max(min_size);
-        prepare_spare(self.storage.as_ref(), &self.dir, &name, size).map_err(|e| {
+        prepare_spare(self.storage.as_ref(), &self.dir, &name, size, self.fill).map_err(|e| {
             if e.raw_os_error() == Some(28) {
                 WriteError::NoSpace(e)
             } else {
@@ -242,18 +258,15 @@ impl Files {
     }
 }
 
-/// Creates a zero-filled, fsynced file of `size` bytes under `name`, and
-/// fsyncs the directory.
-pub fn prepare_spare(storage: &dyn Storage, dir: &Path, name: &str, size: u64) -> io::Result<Spare> {
+/// Creates a preallocated (see [`SpareFill`]), fsynced file of `size` bytes
+/// under `name`, and fsyncs the directory.
+pub fn prepare_spare(storage: &dyn Storage, dir: &Path, name: &str, size: u64, fill: SpareFill) -> io::Result<Spare> {
     let path = dir.join(name);
     let result = (|| {
         let mut file = storage.create(&path)?;
-        let zeros = vec![0u8; FILL_CHUNK];
-        let mut offset = 0;
-        while offset < size {
-            let n = (size - offset).min(FILL_CHUNK as u64) as usize;
-            file.write_at(offset, &zeros[..n])?;
-            offset += n as u64;
+        match fill {
+            SpareFill::Zeros => zero_fill(file.as_mut(), size)?,
+            SpareFill::Allocate => file.allocate(size)?,
         }
         file.sync_all()?;
         storage.sync_dir(dir)?;
@@ -263,4 +276,15 @@ pub fn prepare_spare(storage: &dyn Storage, dir: &Path, name: &str, size: u64) -
         let _ = storage.remove(&path);
     }
     result
+}
+
+fn zero_fill(file: &mut dyn StorageFile, size: u64) -> io::Result<()> {
+    let zeros = vec![0u8; FILL_CHUNK];
+    let mut offset = 0;
+    while offset < size {
+        let n = (size - offset).min(FILL_CHUNK as u64) as usize;
+        file.write_at(offset, &zeros[..n])?;
+        offset += n as u64;
+    }
+    Ok(())
 }

@@ -9,6 +9,7 @@
 use std::fmt::Debug;
 use std::fs::{File, OpenOptions};
 use std::io;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -31,6 +32,16 @@ pub trait StorageFile: Send + Debug {
     fn sync_all(&mut self) -> io::Result<()>;
     /// Changes the file's length.
     fn set_len(&mut self, len: u64) -> io::Result<()>;
+    /// Reserves disk blocks for the first `len` bytes and makes the file at
+    /// least that long, without writing data (reads return zeros). Later
+    /// writes inside it cannot fail for lack of space. The default sets the
+    /// length only (enough for simulated disks).
+    fn allocate(&mut self, len: u64) -> io::Result<()> {
+        if self.len()? < len {
+            self.set_len(len)?;
+        }
+        Ok(())
+    }
 }
 
 /// A filesystem.
@@ -96,6 +107,16 @@ impl StorageFile for OsFile {
 
     fn set_len(&mut self, len: u64) -> io::Result<()> {
         self.file.set_len(len)
+    }
+
+    fn allocate(&mut self, len: u64) -> io::Result<()> {
+        let len = libc::off_t::try_from(len).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        // SAFETY: plain syscall on a file descriptor this struct owns.
+        let rc = unsafe { libc::posix_fallocate(self.file.as_raw_fd(), 0, len) };
+        match rc {
+            0 => Ok(()),
+            errno => Err(io::Error::from_raw_os_error(errno)),
+        }
     }
 }
 

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use thiserror::Error;
 
-use super::files::{prepare_spare, Files, WriteError};
+use super::files::{prepare_spare, Files, SpareFill, WriteError};
 use super::record::{self, Header, Kind, Lsn};
 use super::stats::WalStats;
 use super::storage::Storage;
@@ -126,7 +126,8 @@ impl Wal {
         tail: LogTail,
         on_durable: DurableCallback,
     ) -> std::io::Result<Wal> {
-        let mut files = Files::new(storage, dir, options.segment_size);
+        let fill = if options.tier == Tier::Sync { SpareFill::Zeros } else { SpareFill::Allocate };
+        let mut files = Files::new(storage, dir, options.segment_size, fill);
         for spare in &tail.spares {
             files.adopt_spare(spare)?;
         }
@@ -425,8 +426,11 @@ impl Shared {
                 files.wants_spare().then(|| (files.next_spare_name(), files.storage.clone(), files.dir.clone()))
             };
             if let Some((name, storage, dir)) = name {
-                let size = self.files.lock().segment_size;
-                match prepare_spare(storage.as_ref(), &dir, &name, size) {
+                let (size, fill) = {
+                    let files = self.files.lock();
+                    (files.segment_size, files.fill)
+                };
+                match prepare_spare(storage.as_ref(), &dir, &name, size, fill) {
                     Ok(spare) => {
                         self.files.lock().spares.push(spare);
                         continue;

@@ -210,6 +210,7 @@ fn persistence_section(server: &Server, out: &mut String) -> &'static str {
     }
     field!(out, "cairn_snapshot_lsn", snap.last_lsn.load(Ordering::Relaxed));
     field!(out, "cairn_snapshot_bytes", snap.last_bytes.load(Ordering::Relaxed));
+    field!(out, "cairn_snapshot_max_shard_copy_us", snap.last_max_shard_copy_us.load(Ordering::Relaxed));
     field!(out, "cairn_recovered_records", p.recovery_records.load(Ordering::Relaxed));
     "Persistence"
 }

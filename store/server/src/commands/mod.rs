@@ -27,7 +27,6 @@ pub mod table;
 pub mod transactions;
 pub mod zsets;
 
-use std::time::Instant;
 
 use cairn_protocol::ReplyWriter;
 
@@ -92,7 +91,7 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
         return;
     }
     let reply_start = ctx.out.buffer().len();
-    let started = Instant::now();
+    let started = quanta::Instant::now();
     let result = crate::persistence::logging::run(ctx, spec, args);
     counters.record_usec(started.elapsed().as_micros() as u64);
     counters.calls.add(1);

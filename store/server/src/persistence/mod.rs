@@ -47,6 +47,8 @@ pub struct SnapshotStatus {
     pub in_progress: AtomicBool,
     pub last_ok: AtomicBool,
     pub last_duration_ms: AtomicU64,
+    /// Longest shard lock hold while the last snapshot copied a shard (µs).
+    pub last_max_shard_copy_us: AtomicU64,
     pub last_lsn: AtomicU64,
     pub last_bytes: AtomicU64,
     pub saves: AtomicU64,

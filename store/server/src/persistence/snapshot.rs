@@ -23,6 +23,9 @@ pub struct Taken {
     pub lsn: u64,
     pub bytes: u64,
     pub millis: u64,
+    /// The longest a shard stayed locked while it was copied for this
+    /// snapshot (the worst writer stall it caused), in µs.
+    pub max_shard_copy_us: u64,
 }
 
 /// Takes a snapshot now, on this thread.
@@ -37,9 +40,16 @@ pub fn take(p: &Persistence, keyspace: &Keyspace) -> Result<Taken, String> {
             p.snapshot.last_lsn.store(t.lsn, Ordering::Relaxed);
             p.snapshot.last_bytes.store(t.bytes, Ordering::Relaxed);
             p.snapshot.last_duration_ms.store(t.millis, Ordering::Relaxed);
+            p.snapshot.last_max_shard_copy_us.store(t.max_shard_copy_us, Ordering::Relaxed);
             p.snapshot.saves.fetch_add(1, Ordering::Relaxed);
             p.snapshot.last_success_ms.store(cairn_engine::clock::now_ms(), Ordering::Relaxed);
-            tracing::info!(lsn = t.lsn, bytes = t.bytes, ms = t.millis, "snapshot saved");
+            tracing::info!(
+                lsn = t.lsn,
+                bytes = t.bytes,
+                ms = t.millis,
+                max_shard_copy_us = t.max_shard_copy_us,
+                "snapshot saved"
+            );
         }
         Err(e) => tracing::error!(error = %e, "snapshot failed"),
     }
@@ -82,7 +92,8 @@ fn write(p: &Persistence, keyspace: &Keyspace) -> Result<Taken, String> {
         }
         None => remove_log(p).map_err(|e| format!("removing the old WAL: {e}"))?,
     }
-    Ok(Taken { lsn, bytes, millis: started.elapsed().as_millis() as u64 })
+    let max_shard_copy_us = u64::try_from(keyspace.longest_freeze_copy().as_micros()).unwrap_or(u64::MAX);
+    Ok(Taken { lsn, bytes, millis: started.elapsed().as_millis() as u64, max_shard_copy_us })
 }
 
 /// Waits (polling) until the log is durable up to `lsn`.
