@@ -14,6 +14,7 @@
 //! - [`types`]: the collection types (list, hash, set, sorted set, stream),
 //!   one file each, and the encoding limits.
 //! - [`entry`]: [`Entry`], a value with its absolute expiry and access clock.
+//! - [`key`]: [`Key`], a stored key (short keys inline in the table slot).
 //! - [`clock`]: wall-clock milliseconds and the coarse access clock.
 //! - [`number`]: strict integer and float parsing/formatting with Redis's rules.
 //! - [`glob`]: Redis's glob matcher (KEYS, SCAN MATCH, CONFIG GET).
@@ -24,6 +25,7 @@ pub mod clock;
 pub mod durability;
 pub mod entry;
 pub mod glob;
+pub mod key;
 pub mod keyspace;
 pub mod number;
 pub mod table;
@@ -31,9 +33,7 @@ pub mod types;
 pub mod value;
 
 pub use entry::Entry;
+pub use key::Key;
 pub use keyspace::{Keyspace, ShardGuard};
 pub use table::Table;
 pub use value::{StrValue, Value};
-
-/// Keys are owned byte strings.
-pub type Key = Box<[u8]>;

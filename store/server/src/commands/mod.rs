@@ -27,7 +27,6 @@ pub mod table;
 pub mod transactions;
 pub mod zsets;
 
-
 use cairn_protocol::ReplyWriter;
 
 pub use error::{CmdError, CmdResult};
