@@ -154,6 +154,7 @@ def main() -> None:
     valkey = valkey_server()
     systems = ["redis", "cairn", "valkey"]
     results: dict[tuple[str, int, str], list[dict[str, float]]] = {}
+    (REPO / "target").mkdir(exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="cairn-durable-bench-", dir=str(REPO / "target")))
     probes = []
     rtts = []
