@@ -126,7 +126,9 @@ current-context: mock
         self.check("runs cairn", c["command"] == ["cairn"], c.get("command"))
         self.check("durability async", flag("--durability") == "async", args)
         self.check("threads = cpus", flag("--threads") == "1", args)
-        self.check("ports", (flag("--port"), flag("--native-port"), flag("--admin-port")) == ("6379", "7379", "8379"), args)
+        self.check("ports", (flag("--port"), flag("--admin-port")) == ("6379", "8379"), args)
+        # cairn has no native protocol yet (and exits on an unknown flag): no --native-port.
+        self.check("no flag cairn lacks", "--native-port" not in args and not any(x.startswith("--tls") for x in args), args)
         self.check("whole CPUs, requests = limits", c["resources"]["requests"] == c["resources"]["limits"]
                    and c["resources"]["limits"]["cpu"] == "1", c["resources"])
         self.check("non-root, read-only root fs, RuntimeDefault seccomp",
@@ -177,6 +179,20 @@ current-context: mock
             return st if st.get("observedGeneration") == 2 else None
         st2 = self.wait_for("status of generation 2", status_gen2)
         self.check("update: volume reason cites IOPS", "IOPS" in st2["volume"]["reason"], st2["volume"])
+        # The larger plan expands the claim (created by the mock's StatefulSet controller); the
+        # claim template, immutable on a real API server (and on the mock), keeps its size.
+        grown = st2["volume"]["size"]
+        self.check("update: a larger volume is planned", grown != "10Gi", st2["volume"])
+        pvc = self.wait_for("claim data-demo-0 expanded", lambda: (lambda c: c if c and c["spec"]["resources"]
+                            ["requests"]["storage"] == grown else None)(self.get("pvc", "data-demo-0")))
+        self.check("update: claim expanded to the plan", pvc["spec"]["resources"]["requests"]["storage"] == grown)
+        # A later reconcile (here: a label change) applies the StatefulSet again, unchanged.
+        self.kubectl("label", "kvstore", "demo", "e2e/touched=yes")
+        time.sleep(2)
+        sts3 = self.get("statefulset", "demo")
+        self.check("update: claim template unchanged",
+                   sts3["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"] == "10Gi",
+                   sts3["spec"]["volumeClaimTemplates"])
 
         # An invalid spec is reported, and does not stall the controller.
         bad = {"apiVersion": "cairn.io/v1alpha1", "kind": "KVStore", "metadata": {"name": "bad", "namespace": "default"},
@@ -215,6 +231,8 @@ current-context: mock
             text = r.read().decode()
         self.check("metrics count reconciles", 'cairn_operator_reconciles_total{controller="kvstore"}' in text
                    and 'cairn_operator_reconciles_total{controller="kvstorebenchmark"}' in text)
+        failures = [line for line in text.splitlines() if line.startswith("cairn_operator_reconcile_failures_total")]
+        self.check("no failed reconciles", failures == [], failures)
 
         # Graceful shutdown on SIGTERM.
         operator.terminate()
