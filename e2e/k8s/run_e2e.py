@@ -193,6 +193,17 @@ current-context: mock
         self.check("update: claim template unchanged",
                    sts3["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"] == "10Gi",
                    sts3["spec"]["volumeClaimTemplates"])
+        # ... which the mock enforces, as a real API server does (so the check above can fail).
+        changed = {"apiVersion": "apps/v1", "kind": "StatefulSet",
+                   "metadata": {"name": "demo", "namespace": "default"}, "spec": json.loads(json.dumps(sts3["spec"]))}
+        changed["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"] = "20Gi"
+        changed_path = os.path.join(a.workdir, "sts-changed.json")
+        with open(changed_path, "w") as f:
+            json.dump(changed, f)
+        out = self.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=e2e", "--validate=false",
+                           "-f", changed_path, check=False)
+        self.check("mock: claim templates are immutable", out.returncode != 0 and "Forbidden" in out.stderr,
+                   out.stderr.strip())
 
         # An invalid spec is reported, and does not stall the controller.
         bad = {"apiVersion": "cairn.io/v1alpha1", "kind": "KVStore", "metadata": {"name": "bad", "namespace": "default"},
