@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Kubernetes: Helm lint/template, every rendered object validated against the Kubernetes 1.35
-# schemas (kubernetes-validate --strict), the example custom resources against the generated CRD
-# schemas, and the operator binary against a Kubernetes API mock (kmock) on loopback.
+# schemas (kubernetes-validate --strict), the rendered pods' command lines run with the real
+# `cairn`, the example custom resources against the generated CRD schemas, and the operator
+# binary against a Kubernetes API mock (kmock) on loopback.
 # Installs what it needs under e2e/.cache/k8s (idempotent, pinned). See docs/kubernetes.md.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -120,6 +121,16 @@ for f in "$CHART"/examples/*.yaml; do render_args+=(-f "$f"); done
 validate "$WORK/rendered.yaml" '^$' 11
 validate crds/yaml/kvstores.cairn.io.yaml
 validate crds/yaml/kvstorebenchmarks.cairn.io.yaml
+
+step "the pods' command lines start the real cairn (probes answer 200, PING answers PONG)"
+# The release build of cairn (up to date after the suite's build), or CAIRN_BIN (e.g. a debug build).
+if [ -n "${CAIRN_BIN:-}" ]; then
+  CAIRN=$CAIRN_BIN
+else
+  cargo build --release -p cairn-server --bin cairn
+  CAIRN=${CARGO_TARGET_DIR:-target}/release/cairn
+fi
+"$PY" e2e/k8s/run_store_pods.py --cairn "$CAIRN" --rendered "$WORK/rendered.yaml" --workdir "$WORK/pods"
 
 step "example custom resources against the generated CRD schemas"
 "$PY" e2e/k8s/validate_crs.py crds/yaml "$CHART"/examples/*.yaml

@@ -3,6 +3,7 @@
 use std::future::Future;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 use cairn_crds::{KVStore, KVStoreBenchmark};
 use futures::StreamExt;
@@ -38,13 +39,19 @@ where
     }
 }
 
+/// Default of `--shutdown-timeout`: below the chart's `terminationGracePeriodSeconds` (30 s).
+pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(20);
+
 /// Runs the KVStore and KVStoreBenchmark controllers until `shutdown` resolves; in-flight
-/// reconciles finish first.
+/// reconciles finish first, for at most `shutdown_timeout`. The bound matters when a watch is
+/// failing (API server unreachable, or an object that cannot be decoded): kube-rs's controller
+/// then never winds down by itself, and the process would hang until the kubelet kills it.
 pub async fn controllers(
     client: Client,
     scope: Scope,
     metrics: Arc<Metrics>,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+    shutdown_timeout: Duration,
 ) {
     let ctx = Arc::new(Context::new(client.clone(), metrics.clone()));
     let (tx, rx) = tokio::sync::watch::channel(false);
@@ -66,7 +73,7 @@ pub async fn controllers(
         });
     let benches = Controller::new(api::<KVStoreBenchmark>(&client, &scope), wc())
         .owns(api::<Job>(&client, &scope), wc())
-        .graceful_shutdown_on(signal(rx))
+        .graceful_shutdown_on(signal(rx.clone()))
         .run(benchmark::reconcile, benchmark::error_policy, ctx)
         .for_each(|result| async move {
             if let Err(e) = result {
@@ -78,7 +85,16 @@ pub async fn controllers(
         tracing::info!("shutting down: finishing in-flight reconciles");
         let _ = tx.send(true);
     });
+    let deadline = async move {
+        signal(rx).await;
+        tokio::time::sleep(shutdown_timeout).await;
+    };
     metrics.ready.store(true, Ordering::Relaxed);
-    futures::join!(stores, benches);
+    tokio::select! {
+        _ = futures::future::join(stores, benches) => {}
+        _ = deadline => {
+            tracing::warn!(timeout_s = shutdown_timeout.as_secs(), "the controllers did not stop in time; stopping anyway");
+        }
+    }
     metrics.ready.store(false, Ordering::Relaxed);
 }

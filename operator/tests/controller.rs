@@ -278,6 +278,7 @@ async fn update_becomes_ready_and_expands_volumes_without_touching_the_template(
     let sts = &find(&calls, "PATCH", "/statefulsets/demo").expect("sts").body;
     assert_eq!(sts["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"], "10Gi");
     let pvc = find(&calls, "PATCH", "/persistentvolumeclaims/data-demo-0").expect("claim expanded");
+    assert!(pvc.query.contains("fieldManager=cairn-operator"), "one field manager: {}", pvc.query);
     assert_eq!(pvc.body["spec"]["resources"]["requests"]["storage"], "167Gi");
 
     let status = &find(&calls, "PATCH", "/kvstores/demo/status").expect("status").body["status"];

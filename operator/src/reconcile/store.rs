@@ -1,14 +1,19 @@
 //! Reconciles a `KVStore` into its ConfigMap, Services, StatefulSet and PodDisruptionBudget,
 //! then reports readiness, endpoints, the chosen volume and conditions in its status.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cairn_crds::{parse_binary_bytes, Endpoints, KVStore, KVStoreStatus, VolumeStatus};
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Service};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, PersistentVolumeClaim, PersistentVolumeClaimSpec, Service, VolumeResourceRequirements,
+};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::api::{DeleteParams, Patch, PatchParams};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::DeleteParams;
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType};
 use kube::{Api, ResourceExt};
@@ -276,7 +281,17 @@ async fn report_invalid(
 async fn expand_claims(ctx: &Context, store: &KVStore, namespace: &str, size: &str) -> Result<(), Error> {
     let claims: Api<PersistentVolumeClaim> = Api::namespaced(ctx.client.clone(), namespace);
     let wanted = parse_binary_bytes(size).unwrap_or(0);
-    let patch = serde_json::json!({"spec": {"resources": {"requests": {"storage": size}}}});
+    let claim_size = |name: &str| PersistentVolumeClaim {
+        metadata: ObjectMeta { name: Some(name.to_string()), ..ObjectMeta::default() },
+        spec: Some(PersistentVolumeClaimSpec {
+            resources: Some(VolumeResourceRequirements {
+                requests: Some(BTreeMap::from([("storage".to_string(), Quantity(size.to_string()))])),
+                ..VolumeResourceRequirements::default()
+            }),
+            ..PersistentVolumeClaimSpec::default()
+        }),
+        ..PersistentVolumeClaim::default()
+    };
     for ordinal in 0..store.spec.replicas {
         let claim = format!("{DATA_VOLUME}-{}-{ordinal}", store.name_any());
         let Some(existing) = claims.get_opt(&claim).await? else {
@@ -292,7 +307,8 @@ async fn expand_claims(ctx: &Context, store: &KVStore, namespace: &str, size: &s
         if requested.as_deref().and_then(|q| parse_binary_bytes(q).ok()).is_some_and(|have| have >= wanted) {
             continue;
         }
-        claims.patch(&claim, &PatchParams::default(), &Patch::Merge(&patch)).await?;
+        // Server-side apply of the one field, under the operator's field manager.
+        apply(&claims, &claim_size(&claim)).await?;
         let note = format!("expanding {claim} to {size}");
         ctx.event(store, normal("VolumeExpanding", "Resize", note)).await;
     }
