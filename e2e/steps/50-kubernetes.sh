@@ -45,15 +45,19 @@ KUBECTL=$BIN/kubectl
 "$HELM" version --short
 "$KUBECTL" version --client
 
-# The operator binary under test: the release build (brought up to date here: a no-op after the
-# suite's `cargo test --release`), or the one CAIRN_OPERATOR_BIN names (e.g. a debug build).
-if [ -n "${CAIRN_OPERATOR_BIN:-}" ]; then
-  OPERATOR=$CAIRN_OPERATOR_BIN
-else
-  cargo build --release -p cairn-operator
-  OPERATOR=${CARGO_TARGET_DIR:-target}/release/cairn-operator
+# The binaries under test: the release builds of cairn-operator and cairn, brought up to date
+# with the suite's own build command (a no-op after e2e/run-tests.sh's; building one package alone
+# would unify features differently and rebuild its dependencies), or the ones CAIRN_OPERATOR_BIN
+# and CAIRN_BIN name (e.g. debug builds).
+if [ -z "${CAIRN_OPERATOR_BIN:-}" ] || [ -z "${CAIRN_BIN:-}" ]; then
+  cargo build --release --workspace --bins
 fi
-[ -x "$OPERATOR" ] || { echo "FAIL no operator binary at $OPERATOR"; exit 1; }
+TARGET=${CARGO_TARGET_DIR:-target}
+OPERATOR=${CAIRN_OPERATOR_BIN:-$TARGET/release/cairn-operator}
+CAIRN=${CAIRN_BIN:-$TARGET/release/cairn}
+for bin in "$OPERATOR" "$CAIRN"; do
+  [ -x "$bin" ] || { echo "FAIL no binary at $bin"; exit 1; }
+done
 
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
@@ -123,13 +127,6 @@ validate crds/yaml/kvstores.cairn.io.yaml
 validate crds/yaml/kvstorebenchmarks.cairn.io.yaml
 
 step "the pods' command lines start the real cairn (probes answer 200, PING answers PONG)"
-# The release build of cairn (up to date after the suite's build), or CAIRN_BIN (e.g. a debug build).
-if [ -n "${CAIRN_BIN:-}" ]; then
-  CAIRN=$CAIRN_BIN
-else
-  cargo build --release -p cairn-server --bin cairn
-  CAIRN=${CARGO_TARGET_DIR:-target}/release/cairn
-fi
 "$PY" e2e/k8s/run_store_pods.py --cairn "$CAIRN" --rendered "$WORK/rendered.yaml" --workdir "$WORK/pods"
 
 step "example custom resources against the generated CRD schemas"
