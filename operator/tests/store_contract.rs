@@ -206,3 +206,62 @@ fn the_driver_accepts_agent_shaped_load_and_every_operation() {
     assert_eq!(config.think_time, std::time::Duration::from_millis(20));
     assert_eq!(format!("{:?}", config.shape), "AgentShaped");
 }
+
+/// A driver report as `cairn-bench run` builds it, with the given headline numbers.
+fn driver_report(
+    ops_per_sec: f64,
+    errors: u64,
+    verified: bool,
+    first_errors: Vec<String>,
+) -> cairn_bench::report::RunReport {
+    let latency = cairn_bench::stats::Latency {
+        count: 1000,
+        mean_us: 100.0,
+        p50_us: 95.0,
+        p99_us: 410.0,
+        p999_us: 900.0,
+        max_us: 2000.0,
+    };
+    cairn_bench::report::RunReport {
+        target: "demo.default.svc:6379".into(),
+        ops: "set,get".into(),
+        clients: 50,
+        pipeline: 16,
+        threads: 1,
+        shape: "closed-loop".into(),
+        think_time_ms: 0.0,
+        value_size: 32,
+        keyspace: 100_000,
+        key_pattern: "random".into(),
+        key_prefix: "cb".into(),
+        measured_seconds: 30.0,
+        requests: 1000,
+        ops_per_sec,
+        latency,
+        per_op: cairn_bench::workload::Op::ALL.iter().map(|&op| (op, latency)).collect(),
+        errors,
+        mismatches: errors,
+        connection_errors: 0,
+        final_state_keys_checked: 10,
+        acked_writes: 10,
+        verified,
+        first_errors,
+    }
+}
+
+#[test]
+fn the_operator_reads_the_summary_the_driver_writes() {
+    use cairn_operator::reconcile::summary::parse_summary;
+    assert_eq!(cairn_bench::report::SUMMARY_MAX_BYTES, sc::SUMMARY_MAX_BYTES);
+
+    let json = driver_report(123_456.5, 0, true, Vec::new()).summary_json();
+    let summary = parse_summary(&json).unwrap_or_else(|e| panic!("{e}: {json}"));
+    assert_eq!((summary.ops_per_sec, summary.p50_us, summary.p99_us), (123_456.5, 95.0, 410.0));
+    assert_eq!((summary.errors, summary.verified), (0, true));
+
+    // The largest summary the driver writes (long errors, huge counts) still fits and parses.
+    let worst = driver_report(f64::MAX, u64::MAX, false, vec!["\u{1F4A5}\"".repeat(5000); 10]).summary_json();
+    assert!(worst.len() <= sc::SUMMARY_MAX_BYTES, "{} bytes", worst.len());
+    let summary = parse_summary(&worst).unwrap_or_else(|e| panic!("{e}: {worst}"));
+    assert_eq!((summary.errors, summary.verified), (u64::MAX, false));
+}
