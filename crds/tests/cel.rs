@@ -35,11 +35,15 @@ fn assert_breaks<K: CustomResourceExt>(object: &Value, old: Option<&Value>, mess
 }
 
 #[test]
-fn the_examples_pass_every_rule() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../charts/cairn-operator/examples");
+fn the_examples_and_the_e2e_variants_pass_every_rule() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files: Vec<_> = std::fs::read_dir(root.join("charts/cairn-operator/examples"))
+        .expect("examples")
+        .map(|entry| entry.expect("entry").path())
+        .collect();
+    files.push(root.join("e2e/k8s/variants.yaml"));
     let mut checked = 0;
-    for entry in std::fs::read_dir(&dir).expect("examples") {
-        let path = entry.expect("entry").path();
+    for path in files {
         let text = std::fs::read_to_string(&path).expect("example");
         for doc in serde_yaml_ng::Deserializer::from_str(&text) {
             let value: Value = serde::Deserialize::deserialize(doc).expect("yaml");
@@ -58,7 +62,7 @@ fn the_examples_pass_every_rule() {
             checked += 1;
         }
     }
-    assert!(checked >= 3, "only {checked} example resources");
+    assert!(checked >= 6, "only {checked} example resources");
 }
 
 #[test]

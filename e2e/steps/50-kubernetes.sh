@@ -120,9 +120,9 @@ grep -A3 '^kind: Role$' "$WORK/chart-ns.yaml" | grep -q 'namespace: apps'
 
 step "builders' output (cairn-operator render) + kubernetes-validate --strict"
 render_args=()
-for f in "$CHART"/examples/*.yaml; do render_args+=(-f "$f"); done
+for f in "$CHART"/examples/*.yaml e2e/k8s/variants.yaml; do render_args+=(-f "$f"); done
 "$OPERATOR" render "${render_args[@]}" > "$WORK/rendered.yaml"
-validate "$WORK/rendered.yaml" '^$' 11
+validate "$WORK/rendered.yaml" '^$' 21
 validate crds/yaml/kvstores.cairn.io.yaml
 validate crds/yaml/kvstorebenchmarks.cairn.io.yaml
 
@@ -130,7 +130,7 @@ step "the pods' command lines start the real cairn (probes answer 200, PING answ
 "$PY" e2e/k8s/run_store_pods.py --cairn "$CAIRN" --rendered "$WORK/rendered.yaml" --workdir "$WORK/pods"
 
 step "example custom resources against the generated CRD schemas"
-"$PY" e2e/k8s/validate_crs.py crds/yaml "$CHART"/examples/*.yaml
+"$PY" e2e/k8s/validate_crs.py crds/yaml "$CHART"/examples/*.yaml e2e/k8s/variants.yaml
 
 step "operator e2e against the kmock API server"
 "$PY" e2e/k8s/run_e2e.py --operator "$OPERATOR" --kubectl "$KUBECTL" --python "$PY" \

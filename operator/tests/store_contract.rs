@@ -18,7 +18,7 @@ fn examples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../charts/cairn-operator/examples")
 }
 
-/// Every document of `kind` in the chart's examples.
+/// Every document of `kind` in the chart's examples and in `e2e/k8s/variants.yaml`.
 fn examples<T: serde::de::DeserializeOwned>(kind: &str) -> Vec<T> {
     let mut out = Vec::new();
     let mut entries: Vec<_> = std::fs::read_dir(examples_dir())
@@ -28,6 +28,8 @@ fn examples<T: serde::de::DeserializeOwned>(kind: &str) -> Vec<T> {
         .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
         .collect();
     entries.sort();
+    // And the builder variants the Kubernetes e2e step renders besides the examples.
+    entries.push(examples_dir().join("../../../e2e/k8s/variants.yaml"));
     for path in entries {
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         for doc in serde_yaml_ng::Deserializer::from_str(&text) {
