@@ -41,6 +41,8 @@ struct World {
     job_condition: Option<&'static str>,
     /// The termination message of the driver pod.
     termination_message: Option<String>,
+    /// The API server fails applies of the StatefulSet (500).
+    fail_statefulset: bool,
 }
 
 fn respond(status: u16, body: &Value) -> Response<Body> {
@@ -56,6 +58,11 @@ fn not_found(what: &str) -> Value {
 fn answer(world: &World, call: &Call) -> (u16, Value) {
     let segments: Vec<&str> = call.path.trim_start_matches('/').split('/').collect();
     match call.method.as_str() {
+        "PATCH" if world.fail_statefulset && segments.contains(&"statefulsets") => (
+            500,
+            json!({"apiVersion": "v1", "kind": "Status", "status": "Failure", "reason": "InternalError",
+                   "message": "etcdserver: request timed out", "code": 500}),
+        ),
         "PATCH" => {
             let mut obj = call.body.clone();
             if obj.get("metadata").is_none() {
@@ -327,6 +334,28 @@ async fn a_store_with_a_tls_secret_is_invalid_while_the_server_has_no_tls() {
     let status = &find(&calls, "PATCH", "/kvstores/demo/status").expect("status").body["status"];
     let message = condition(status, "Degraded")["message"].as_str().unwrap_or("").to_string();
     assert!(message.contains("does not support TLS"), "{message}");
+}
+
+#[tokio::test]
+async fn an_api_failure_is_counted_and_retried_with_backoff() {
+    let store_obj = Arc::new(kvstore(json!({}), None, 1));
+    let world = World { fail_statefulset: true, ..World::default() };
+    let obj = store_obj.clone();
+    let ((first, second, metrics), calls) = with_api(world, |ctx| async move {
+        let err = store::reconcile(obj.clone(), ctx.clone()).await.expect_err("the apply fails");
+        let first = store::error_policy(obj.clone(), &err, ctx.clone());
+        let err = store::reconcile(obj.clone(), ctx.clone()).await.expect_err("the apply fails again");
+        let second = store::error_policy(obj, &err, ctx.clone());
+        (first, second, ctx.metrics.encode())
+    })
+    .await;
+    assert_eq!(first, Action::requeue(Duration::from_secs(2)));
+    assert_eq!(second, Action::requeue(Duration::from_secs(4)), "the delay doubles");
+    assert!(
+        metrics.contains(r#"cairn_operator_reconcile_failures_total{controller="kvstore",reason="api_500"} 2"#),
+        "{metrics}"
+    );
+    assert!(find(&calls, "PATCH", "/kvstores/demo/status").is_none(), "no status from a failed apply");
 }
 
 #[tokio::test]
