@@ -88,8 +88,8 @@ class E2E:
         port_file = os.path.join(a.workdir, "port")
         if os.path.exists(port_file):
             os.remove(port_file)
-        self.start("apiserver", [a.python, os.path.join(HERE, "kmock_apiserver.py"),
-                                 "--port-file", port_file, "--simulate"])
+        apiserver = self.start("apiserver", [a.python, os.path.join(HERE, "kmock_apiserver.py"),
+                                             "--port-file", port_file, "--simulate"])
         port = self.wait_for("the mock API server", lambda: open(port_file).read().strip() if os.path.exists(port_file) else None)
         with open(self.kubeconfig, "w") as f:
             f.write(f"""apiVersion: v1
@@ -221,6 +221,31 @@ current-context: mock
         self.check("invalid spec: Degraded/InvalidSpec", d["reason"] == "InvalidSpec" and "replicas is 3" in d["message"], d)
         self.check("invalid spec: no StatefulSet", self.get("statefulset", "bad") is None)
 
+        # An object the operator cannot decode (a field of the wrong type: the mock checks no schema;
+        # on a real cluster, a CRD newer than the operator) is reported in its own status, and the
+        # other objects go on: a store created after it gets its StatefulSet.
+        malformed = {"apiVersion": "cairn.io/v1alpha1", "kind": "KVStore",
+                     "metadata": {"name": "malformed", "namespace": "default"}, "spec": {"cpus": "two"}}
+        malformed_path = os.path.join(a.workdir, "malformed.json")
+        with open(malformed_path, "w") as f:
+            json.dump(malformed, f)
+        self.kubectl(*apply, malformed_path)
+        def undecodable():
+            st = (self.get("kvstore", "malformed") or {}).get("status", {})
+            d = [x for x in st.get("conditions", []) if x["type"] == "Degraded" and x["status"] == "True"]
+            return d[0] if d else None
+        d = self.wait_for("KVStore malformed Degraded", undecodable)
+        self.check("undecodable object: Degraded/InvalidSpec", d["reason"] == "InvalidSpec"
+                   and "cannot read the object" in d["message"], d)
+        later = {"apiVersion": "cairn.io/v1alpha1", "kind": "KVStore",
+                 "metadata": {"name": "later", "namespace": "default"}, "spec": {}}
+        later_path = os.path.join(a.workdir, "later.json")
+        with open(later_path, "w") as f:
+            json.dump(later, f)
+        self.kubectl(*apply, later_path)
+        self.wait_for("StatefulSet later (the controller is not stalled)", lambda: self.get("statefulset", "later"))
+        self.check("undecodable object: the controller goes on", True)
+
         # A benchmark becomes a Job; the (simulated) driver's summary lands in the status.
         self.kubectl(*apply, os.path.join(examples, "benchmark.yaml"))
         job = self.wait_for("Job set-get-bench", lambda: self.get("job", "set-get-bench"))
@@ -246,26 +271,32 @@ current-context: mock
         failures = [line for line in text.splitlines() if line.startswith("cairn_operator_reconcile_failures_total")]
         self.check("no failed reconciles", failures == [], failures)
 
-        # Graceful shutdown on SIGTERM, even while a watch is failing: an object of the wrong shape
-        # (which only a schema-less mock stores) makes kube-rs's list fail and retry, and its
-        # controller never winds down by itself; --shutdown-timeout bounds the wait.
-        malformed = {"apiVersion": "cairn.io/v1alpha1", "kind": "KVStore",
-                     "metadata": {"name": "malformed", "namespace": "default"}, "spec": {"cpus": "two"}}
-        malformed_path = os.path.join(a.workdir, "malformed.json")
-        with open(malformed_path, "w") as f:
-            json.dump(malformed, f)
-        self.kubectl(*apply, malformed_path)
-        time.sleep(2)
+        # Graceful shutdown on SIGTERM.
         started = time.monotonic()
         operator.terminate()
         try:
             code = operator.wait(timeout=30)
         except subprocess.TimeoutExpired:
             code = None
-        self.check("graceful shutdown on SIGTERM (bounded while a watch fails)", code == 0,
-                   f"exit code {code} after {time.monotonic() - started:.1f}s")
+        self.check("graceful shutdown on SIGTERM", code == 0, f"exit code {code} after {time.monotonic() - started:.1f}s")
         lease = self.get("lease", "cairn-operator") or {}
         self.check("the Lease is released on shutdown", not lease.get("spec", {}).get("holderIdentity"), lease)
+
+        # ... also when its first list never succeeds (the API server is gone): kube-rs's controller
+        # then does not wind down by itself, and --shutdown-timeout bounds the wait.
+        apiserver.kill()  # the mock waits for open watches on SIGTERM
+        apiserver.wait(timeout=10)
+        second = self.start("operator-2", [a.operator, "--metrics-addr", "127.0.0.1:0", "--log-format", "text",
+                                           "--shutdown-timeout", "3"], env=env)
+        time.sleep(3)
+        started = time.monotonic()
+        second.terminate()
+        try:
+            code = second.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            code = None
+        self.check("shutdown bounded while the API server is unreachable", code == 0,
+                   f"exit code {code} after {time.monotonic() - started:.1f}s")
 
 
 def main():

@@ -11,13 +11,14 @@ use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::{watcher, Controller};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 
 use crate::context::Context;
 use crate::metrics::Metrics;
-use crate::reconcile::{benchmark, store};
+use crate::reconcile::{benchmark, decode, store};
 
 /// Which namespace to watch: one, or all.
 #[derive(Debug, Clone)]
@@ -37,6 +38,16 @@ where
         Scope::All => Api::all(client.clone()),
         Scope::Namespace(ns) => Api::namespaced(client.clone(), ns),
     }
+}
+
+/// The custom resources of kind `K`, untyped (see [`decode`]).
+fn dynamic_api<K: Resource<DynamicType = ()>>(client: &Client, scope: &Scope) -> (Api<DynamicObject>, ApiResource) {
+    let resource = ApiResource::erase::<K>(&());
+    let api = match scope {
+        Scope::All => Api::all_with(client.clone(), &resource),
+        Scope::Namespace(ns) => Api::namespaced_with(client.clone(), ns, &resource),
+    };
+    (api, resource)
 }
 
 /// Default of `--shutdown-timeout`: below the chart's `terminationGracePeriodSeconds` (30 s).
@@ -59,22 +70,32 @@ pub async fn controllers(
         let _ = rx.wait_for(|stop| *stop).await;
     };
     let wc = watcher::Config::default;
-    let stores = Controller::new(api::<KVStore>(&client, &scope), wc())
+    let (store_api, store_resource) = dynamic_api::<KVStore>(&client, &scope);
+    let stores = Controller::new_with(store_api, wc(), store_resource)
         .owns(api::<StatefulSet>(&client, &scope), wc())
         .owns(api::<Service>(&client, &scope), wc())
         .owns(api::<ConfigMap>(&client, &scope), wc())
         .owns(api::<PodDisruptionBudget>(&client, &scope), wc())
         .graceful_shutdown_on(signal(rx.clone()))
-        .run(store::reconcile, store::error_policy, ctx.clone())
+        .run(
+            |obj, ctx| decode::reconcile_decoded(obj, ctx, store::CONTROLLER, store::reconcile),
+            |obj, error, ctx| decode::error_policy::<KVStore>(store::CONTROLLER, &obj, error, &ctx),
+            ctx.clone(),
+        )
         .for_each(|result| async move {
             if let Err(e) = result {
                 tracing::debug!(error = %e, "kvstore controller");
             }
         });
-    let benches = Controller::new(api::<KVStoreBenchmark>(&client, &scope), wc())
+    let (bench_api, bench_resource) = dynamic_api::<KVStoreBenchmark>(&client, &scope);
+    let benches = Controller::new_with(bench_api, wc(), bench_resource)
         .owns(api::<Job>(&client, &scope), wc())
         .graceful_shutdown_on(signal(rx.clone()))
-        .run(benchmark::reconcile, benchmark::error_policy, ctx)
+        .run(
+            |obj, ctx| decode::reconcile_decoded(obj, ctx, benchmark::CONTROLLER, benchmark::reconcile),
+            |obj, error, ctx| decode::error_policy::<KVStoreBenchmark>(benchmark::CONTROLLER, &obj, error, &ctx),
+            ctx,
+        )
         .for_each(|result| async move {
             if let Err(e) = result {
                 tracing::debug!(error = %e, "benchmark controller");

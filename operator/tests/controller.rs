@@ -8,7 +8,7 @@ use std::time::Duration;
 use cairn_crds::{KVStore, KVStoreBenchmark};
 use cairn_operator::context::Context;
 use cairn_operator::metrics::Metrics;
-use cairn_operator::reconcile::{benchmark, store};
+use cairn_operator::reconcile::{benchmark, decode, store};
 use http::{Request, Response};
 use kube::client::Body;
 use kube::runtime::controller::Action;
@@ -356,6 +356,31 @@ async fn an_api_failure_is_counted_and_retried_with_backoff() {
         "{metrics}"
     );
     assert!(find(&calls, "PATCH", "/kvstores/demo/status").is_none(), "no status from a failed apply");
+}
+
+#[tokio::test]
+async fn an_object_the_operator_cannot_decode_is_reported_in_its_status() {
+    // What a schema-less API server stores, or a newer CRD allows: the typed watch would fail its
+    // whole list; decoded one at a time, only this object is affected.
+    let obj: kube::api::DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "cairn.io/v1alpha1", "kind": "KVStore",
+        "metadata": {"name": "demo", "namespace": "default", "uid": "uid-demo", "generation": 2},
+        "spec": {"cpus": "two", "durability": "strict"}}))
+    .expect("dynamic object");
+    let (action, calls) = with_api(World::default(), |ctx| {
+        decode::reconcile_decoded(Arc::new(obj), ctx, store::CONTROLLER, store::reconcile)
+    })
+    .await;
+    assert_eq!(action.expect("not a reconcile error"), Action::await_change());
+    assert!(find(&calls, "PATCH", "/statefulsets/demo").is_none(), "nothing applied");
+    let status_call = find(&calls, "PATCH", "/kvstores/demo/status").expect("status");
+    assert!(status_call.query.contains("fieldManager=cairn-operator"));
+    let status = &status_call.body["status"];
+    assert_eq!(status["observedGeneration"], 2);
+    let degraded = condition(status, "Degraded");
+    assert_eq!((degraded["status"].as_str(), degraded["reason"].as_str()), (Some("True"), Some("InvalidSpec")));
+    assert!(degraded["message"].as_str().unwrap_or("").contains("cannot read the object"), "{degraded}");
+    assert_eq!(events(&calls), vec![("Warning".to_string(), "InvalidSpec".to_string())]);
 }
 
 #[tokio::test]
