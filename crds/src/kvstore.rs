@@ -54,6 +54,7 @@ pub struct KVStoreSpec {
 
     /// When a write is acknowledged: none, async, everysec or sync (see docs/kubernetes.md).
     #[serde(default)]
+    #[x_kube(validation = Rule::new("self in ['none', 'async', 'everysec', 'sync']").message("durability must be none, async, everysec or sync"))]
     pub durability: Durability,
 
     /// The kind of disk backing the data volume; decides the storage class and the volume size
@@ -89,7 +90,9 @@ pub struct KVStoreSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth_secret: Option<AuthSecretRef>,
 
-    /// A `kubernetes.io/tls` Secret (tls.crt, tls.key, optional ca.crt) mounted for TLS.
+    /// A `kubernetes.io/tls` Secret (tls.crt, tls.key, optional ca.crt) for TLS. The server has
+    /// no TLS yet: until it has, a store that sets this is reported invalid (Degraded,
+    /// InvalidSpec) instead of being run in plaintext.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_secret: Option<TlsSecretRef>,
 
@@ -180,7 +183,8 @@ pub struct Ports {
     #[serde(default = "default_resp_port")]
     #[schemars(range(min = 1, max = 65535))]
     pub resp: i32,
-    /// Native binary protocol port.
+    /// Native binary protocol port (declared on the container and the Services; the server
+    /// does not serve the native protocol yet).
     #[serde(default = "default_native_port")]
     #[schemars(range(min = 1, max = 65535))]
     pub native: i32,

@@ -24,6 +24,8 @@ fn crds_carry_the_validation_rules_and_columns() {
     let all = serde_json::to_string(&cairn_crds::crds()).expect("json");
     for needle in [
         "replicas must be 1 until Cairn supports replication",
+        "replicas must be at least 1",
+        "durability must be none, async, everysec or sync",
         "storage.storageClassName is immutable",
         "storage.size can only grow",
         "cpus must be a whole number of cores",

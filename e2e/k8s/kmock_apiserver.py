@@ -12,8 +12,13 @@ and kube-rs need from a real API server:
   a `metadata.resourceVersion` in a patch is a precondition (409 on mismatch);
 - status subresources: writes to the main resource keep `status`, `/status` writes touch only it;
 - label selectors (`k=v,k2=v2`) and metadata field selectors on lists; no events for no-op writes (as the real server);
-- with --simulate: a fake StatefulSet controller (pods become ready) and a fake Job runner (a
-  finished pod whose termination message is the driver's summary, then the Job's Complete).
+- the immutable fields the operator could trip over: a StatefulSet's spec other than replicas,
+  ordinals, template, updateStrategy, persistentVolumeClaimRetentionPolicy and minReadySeconds
+  (so its volumeClaimTemplates), a Job's spec.template, and a claim's storage request cannot
+  shrink (422, as the real server);
+- with --simulate: a fake StatefulSet controller (claims `<template>-<sts>-<ordinal>` created
+  from the claim templates, pods become ready) and a fake Job runner (a finished pod whose
+  termination message is the driver's summary, then the Job's Complete).
 
 Not modelled (see docs/kubernetes.md): garbage collection, scheduling and real pods, admission,
 defaulting and validation (no OpenAPI defaults, no CEL), per-manager field ownership of
@@ -55,12 +60,47 @@ BUILTIN = {
     ("apiextensions.k8s.io/v1", "customresourcedefinitions"): ("CustomResourceDefinition", False, {"status"}, {"crd"}),
 }
 VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
+# Fields of a StatefulSet's spec that an update may change (the API server's validation).
+STS_MUTABLE = {"replicas", "ordinals", "template", "updateStrategy", "persistentVolumeClaimRetentionPolicy",
+               "minReadySeconds"}
+UNITS = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40}
 SUMMARY = {"ops_per_sec": 123456.0, "p50_us": 95.0, "p99_us": 410.0, "errors": 0, "verified": True,
            "note": "simulated by e2e/k8s/kmock_apiserver.py"}
 
 
 def now() -> str:
     return datetime.datetime.now(tz=datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def quantity_bytes(q) -> int:
+    """Bytes of a binary-suffixed quantity (`10Gi`); plain numbers as they are."""
+    q = str(q)
+    for unit, factor in UNITS.items():
+        if q.endswith(unit):
+            return int(q[:-2]) * factor
+    return int(q)
+
+
+def check_immutable(resource, old, new):
+    """Raises the API server's 422 for an update of a field it does not let change."""
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    if resource.plural == "statefulsets":
+        changed = sorted(k for k in set(old_spec) | set(new_spec)
+                         if k not in STS_MUTABLE and old_spec.get(k) != new_spec.get(k))
+        if changed:
+            raise Failure(422, "Invalid", f'StatefulSet.apps "{old["metadata"]["name"]}" is invalid: spec: '
+                          "Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', "
+                          "'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and "
+                          f"'minReadySeconds' are forbidden (changed: {', '.join(changed)})")
+    elif resource.plural == "jobs":
+        if old_spec.get("template") != new_spec.get("template"):
+            raise Failure(422, "Invalid", f'Job.batch "{old["metadata"]["name"]}" is invalid: spec.template: '
+                          "Invalid value: field is immutable")
+    elif resource.plural == "persistentvolumeclaims":
+        size = lambda o: ((o.get("spec") or {}).get("resources") or {}).get("requests", {}).get("storage")
+        if size(old) and size(new) and quantity_bytes(size(new)) < quantity_bytes(size(old)):
+            raise Failure(422, "Invalid", f'PersistentVolumeClaim "{old["metadata"]["name"]}" is invalid: '
+                          "spec.resources.requests.storage: Forbidden: field can not be less than status.capacity")
 
 
 def merge(base, patch):
@@ -173,6 +213,7 @@ class ApiServer(kmock.KubernetesEmulator):
             if result["status"] is None:
                 result.pop("status")
         else:
+            check_immutable(resource, old, new)
             result = new
             if resource in self.status_subresource:
                 result.pop("status", None)
@@ -307,6 +348,7 @@ class ApiServer(kmock.KubernetesEmulator):
         sts = kmock.resource("apps/v1/statefulsets")
         jobs = kmock.resource("batch/v1/jobs")
         pods = kmock.resource("v1/pods")
+        claims = kmock.resource("v1/persistentvolumeclaims")
         while True:
             await asyncio.sleep(0.5)
             for (res, namespace, name), obj in list(self.objects.items()):
@@ -315,6 +357,18 @@ class ApiServer(kmock.KubernetesEmulator):
                 raw = copy.deepcopy(obj.raw)
                 if res == sts:
                     n = raw.get("spec", {}).get("replicas", 1)
+                    for template in raw.get("spec", {}).get("volumeClaimTemplates") or []:
+                        for ordinal in range(n):
+                            claim = f"{template['metadata']['name']}-{name}-{ordinal}"
+                            if self.get(claims, namespace, claim) is None:
+                                pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                                       "metadata": {"name": claim, "namespace": namespace,
+                                                    "labels": template["metadata"].get("labels", {}),
+                                                    "uid": str(uuid.uuid4()), "creationTimestamp": now(),
+                                                    "generation": 1},
+                                       "spec": copy.deepcopy(template.get("spec", {})),
+                                       "status": {"phase": "Bound"}}
+                                await self.put(claims, namespace, claim, pvc, "ADDED")
                     status = {"replicas": n, "readyReplicas": n, "currentReplicas": n, "updatedReplicas": n,
                               "availableReplicas": n, "observedGeneration": raw["metadata"].get("generation", 1)}
                     if raw.get("status") != status:

@@ -88,8 +88,8 @@ class E2E:
         port_file = os.path.join(a.workdir, "port")
         if os.path.exists(port_file):
             os.remove(port_file)
-        self.start("apiserver", [a.python, os.path.join(HERE, "kmock_apiserver.py"),
-                                 "--port-file", port_file, "--simulate"])
+        apiserver = self.start("apiserver", [a.python, os.path.join(HERE, "kmock_apiserver.py"),
+                                             "--port-file", port_file, "--simulate"])
         port = self.wait_for("the mock API server", lambda: open(port_file).read().strip() if os.path.exists(port_file) else None)
         with open(self.kubeconfig, "w") as f:
             f.write(f"""apiVersion: v1
@@ -115,7 +115,8 @@ current-context: mock
         env = dict(os.environ, KUBECONFIG=self.kubeconfig, POD_NAME="cairn-operator-e2e")
         operator = self.start("operator", [a.operator, "--metrics-addr", f"127.0.0.1:{metrics_port}",
                                            "--log-format", "text", "--log-level", "info,cairn_operator=debug",
-                                           "--leader-election", "--lease-namespace", "default"], env=env)
+                                           "--leader-election", "--lease-namespace", "default",
+                                           "--shutdown-timeout", "5"], env=env)
 
         # The StatefulSet runs cairn with the tier, CPU pinning and ports of the KVStore.
         sts = self.wait_for("StatefulSet demo", lambda: self.get("statefulset", "demo"))
@@ -126,7 +127,9 @@ current-context: mock
         self.check("runs cairn", c["command"] == ["cairn"], c.get("command"))
         self.check("durability async", flag("--durability") == "async", args)
         self.check("threads = cpus", flag("--threads") == "1", args)
-        self.check("ports", (flag("--port"), flag("--native-port"), flag("--admin-port")) == ("6379", "7379", "8379"), args)
+        self.check("ports", (flag("--port"), flag("--admin-port")) == ("6379", "8379"), args)
+        # cairn has no native protocol yet (and exits on an unknown flag): no --native-port.
+        self.check("no flag cairn lacks", "--native-port" not in args and not any(x.startswith("--tls") for x in args), args)
         self.check("whole CPUs, requests = limits", c["resources"]["requests"] == c["resources"]["limits"]
                    and c["resources"]["limits"]["cpu"] == "1", c["resources"])
         self.check("non-root, read-only root fs, RuntimeDefault seccomp",
@@ -177,6 +180,31 @@ current-context: mock
             return st if st.get("observedGeneration") == 2 else None
         st2 = self.wait_for("status of generation 2", status_gen2)
         self.check("update: volume reason cites IOPS", "IOPS" in st2["volume"]["reason"], st2["volume"])
+        # The larger plan expands the claim (created by the mock's StatefulSet controller); the
+        # claim template, immutable on a real API server (and on the mock), keeps its size.
+        grown = st2["volume"]["size"]
+        self.check("update: a larger volume is planned", grown != "10Gi", st2["volume"])
+        pvc = self.wait_for("claim data-demo-0 expanded", lambda: (lambda c: c if c and c["spec"]["resources"]
+                            ["requests"]["storage"] == grown else None)(self.get("pvc", "data-demo-0")))
+        self.check("update: claim expanded to the plan", pvc["spec"]["resources"]["requests"]["storage"] == grown)
+        # A later reconcile (here: a label change) applies the StatefulSet again, unchanged.
+        self.kubectl("label", "kvstore", "demo", "e2e/touched=yes")
+        time.sleep(2)
+        sts3 = self.get("statefulset", "demo")
+        self.check("update: claim template unchanged",
+                   sts3["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"] == "10Gi",
+                   sts3["spec"]["volumeClaimTemplates"])
+        # ... which the mock enforces, as a real API server does (so the check above can fail).
+        changed = {"apiVersion": "apps/v1", "kind": "StatefulSet",
+                   "metadata": {"name": "demo", "namespace": "default"}, "spec": json.loads(json.dumps(sts3["spec"]))}
+        changed["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"] = "20Gi"
+        changed_path = os.path.join(a.workdir, "sts-changed.json")
+        with open(changed_path, "w") as f:
+            json.dump(changed, f)
+        out = self.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=e2e", "--validate=false",
+                           "-f", changed_path, check=False)
+        self.check("mock: claim templates are immutable", out.returncode != 0 and "Forbidden" in out.stderr,
+                   out.stderr.strip())
 
         # An invalid spec is reported, and does not stall the controller.
         bad = {"apiVersion": "cairn.io/v1alpha1", "kind": "KVStore", "metadata": {"name": "bad", "namespace": "default"},
@@ -192,6 +220,31 @@ current-context: mock
         d = self.wait_for("KVStore bad Degraded", degraded)
         self.check("invalid spec: Degraded/InvalidSpec", d["reason"] == "InvalidSpec" and "replicas is 3" in d["message"], d)
         self.check("invalid spec: no StatefulSet", self.get("statefulset", "bad") is None)
+
+        # An object the operator cannot decode (a field of the wrong type: the mock checks no schema;
+        # on a real cluster, a CRD newer than the operator) is reported in its own status, and the
+        # other objects go on: a store created after it gets its StatefulSet.
+        malformed = {"apiVersion": "cairn.io/v1alpha1", "kind": "KVStore",
+                     "metadata": {"name": "malformed", "namespace": "default"}, "spec": {"cpus": "two"}}
+        malformed_path = os.path.join(a.workdir, "malformed.json")
+        with open(malformed_path, "w") as f:
+            json.dump(malformed, f)
+        self.kubectl(*apply, malformed_path)
+        def undecodable():
+            st = (self.get("kvstore", "malformed") or {}).get("status", {})
+            d = [x for x in st.get("conditions", []) if x["type"] == "Degraded" and x["status"] == "True"]
+            return d[0] if d else None
+        d = self.wait_for("KVStore malformed Degraded", undecodable)
+        self.check("undecodable object: Degraded/InvalidSpec", d["reason"] == "InvalidSpec"
+                   and "cannot read the object" in d["message"], d)
+        later = {"apiVersion": "cairn.io/v1alpha1", "kind": "KVStore",
+                 "metadata": {"name": "later", "namespace": "default"}, "spec": {}}
+        later_path = os.path.join(a.workdir, "later.json")
+        with open(later_path, "w") as f:
+            json.dump(later, f)
+        self.kubectl(*apply, later_path)
+        self.wait_for("StatefulSet later (the controller is not stalled)", lambda: self.get("statefulset", "later"))
+        self.check("undecodable object: the controller goes on", True)
 
         # A benchmark becomes a Job; the (simulated) driver's summary lands in the status.
         self.kubectl(*apply, os.path.join(examples, "benchmark.yaml"))
@@ -215,14 +268,35 @@ current-context: mock
             text = r.read().decode()
         self.check("metrics count reconciles", 'cairn_operator_reconciles_total{controller="kvstore"}' in text
                    and 'cairn_operator_reconciles_total{controller="kvstorebenchmark"}' in text)
+        failures = [line for line in text.splitlines() if line.startswith("cairn_operator_reconcile_failures_total")]
+        self.check("no failed reconciles", failures == [], failures)
 
         # Graceful shutdown on SIGTERM.
+        started = time.monotonic()
         operator.terminate()
         try:
-            code = operator.wait(timeout=20)
+            code = operator.wait(timeout=30)
         except subprocess.TimeoutExpired:
             code = None
-        self.check("graceful shutdown on SIGTERM", code == 0, f"exit code {code}")
+        self.check("graceful shutdown on SIGTERM", code == 0, f"exit code {code} after {time.monotonic() - started:.1f}s")
+        lease = self.get("lease", "cairn-operator") or {}
+        self.check("the Lease is released on shutdown", not lease.get("spec", {}).get("holderIdentity"), lease)
+
+        # ... also when its first list never succeeds (the API server is gone): kube-rs's controller
+        # then does not wind down by itself, and --shutdown-timeout bounds the wait.
+        apiserver.kill()  # the mock waits for open watches on SIGTERM
+        apiserver.wait(timeout=10)
+        second = self.start("operator-2", [a.operator, "--metrics-addr", "127.0.0.1:0", "--log-format", "text",
+                                           "--shutdown-timeout", "3"], env=env)
+        time.sleep(3)
+        started = time.monotonic()
+        second.terminate()
+        try:
+            code = second.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            code = None
+        self.check("shutdown bounded while the API server is unreachable", code == 0,
+                   f"exit code {code} after {time.monotonic() - started:.1f}s")
 
 
 def main():

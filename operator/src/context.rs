@@ -65,7 +65,12 @@ pub fn backoff_delay(failures: u32) -> Duration {
 
 /// The key of an object in the retry table.
 pub fn key<K: Resource<DynamicType = ()>>(obj: &K) -> String {
-    format!("{}/{}/{}", K::kind(&()), obj.namespace().unwrap_or_default(), obj.name_any()).replace("//", "/")
+    key_of(&K::kind(&()), obj.namespace().as_deref(), &obj.name_any())
+}
+
+/// The key of the object `kind` `namespace/name` in the retry table (as [`key`] makes it).
+pub fn key_of(kind: &str, namespace: Option<&str>, name: &str) -> String {
+    format!("{kind}/{}/{name}", namespace.unwrap_or_default()).replace("//", "/")
 }
 
 /// Error policy shared by both controllers: log, count, and retry with backoff.
@@ -75,8 +80,12 @@ pub fn error_action<K: Resource<DynamicType = ()>>(
     error: &crate::Error,
     ctx: &Context,
 ) -> Action {
-    let key = key(obj);
-    let delay = ctx.backoff(&key);
+    retry(controller, &key(obj), error, ctx)
+}
+
+/// Logs a failed reconcile of the object `key` and schedules its retry with backoff.
+pub fn retry(controller: &str, key: &str, error: &crate::Error, ctx: &Context) -> Action {
+    let delay = ctx.backoff(key);
     tracing::warn!(controller, object = %key, error = %error, retry_in_s = delay.as_secs(), "reconcile failed");
     Action::requeue(delay)
 }

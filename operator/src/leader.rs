@@ -1,7 +1,9 @@
 //! Optional leader election on a `coordination.k8s.io/v1` Lease, so that several operator
 //! replicas can run with one active. The decision is a pure function ([`decide`]); the loop
 //! around it creates or merge-patches the Lease with its `resourceVersion` as a precondition.
-//! A leader that fails to renew before the lease expires exits, and is restarted as a follower.
+//! A leader that fails to renew within [`RENEW_DEADLINE`] (before the lease can expire) exits,
+//! and is restarted as a follower; a leader that shuts down gracefully releases the Lease, so a
+//! follower takes over at once instead of after [`LEASE_DURATION`].
 
 use std::time::Duration;
 
@@ -11,10 +13,15 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::Api;
 
+use crate::labels::FIELD_MANAGER;
+
 /// How long a lease is valid without renewal.
 pub const LEASE_DURATION: Duration = Duration::from_secs(15);
 /// How often the leader renews (and a follower retries).
 pub const RENEW_INTERVAL: Duration = Duration::from_secs(5);
+/// How long a leader keeps leading without a successful renewal: shorter than
+/// [`LEASE_DURATION`], so that it stops before another replica can take the lease.
+pub const RENEW_DEADLINE: Duration = Duration::from_secs(10);
 
 /// What to do with the Lease as it is now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,7 +115,7 @@ impl Elector {
                     "metadata": {"resourceVersion": lease.metadata.resource_version},
                     "spec": new_spec,
                 });
-                match self.api.patch(&self.name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+                match self.api.patch(&self.name, &patch_params(), &Patch::Merge(&patch)).await {
                     Ok(_) => Ok(true),
                     Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
                     Err(e) => Err(e.into()),
@@ -128,6 +135,25 @@ impl Elector {
         }
     }
 
+    /// Gives the Lease up if this replica holds it (on a graceful shutdown): the holder is
+    /// cleared, with the Lease's `resourceVersion` as a precondition.
+    pub async fn release(&self) -> Result<(), LeaderError> {
+        let Some(lease) = self.api.get_opt(&self.name).await? else {
+            return Ok(());
+        };
+        let holder = lease.spec.as_ref().and_then(|s| s.holder_identity.as_deref()).unwrap_or_default();
+        if holder != self.identity {
+            return Ok(());
+        }
+        let patch = serde_json::json!({
+            "metadata": {"resourceVersion": lease.metadata.resource_version},
+            "spec": {"holderIdentity": null, "leaseDurationSeconds": 1, "renewTime": MicroTime(Timestamp::now())},
+        });
+        self.api.patch(&self.name, &patch_params(), &Patch::Merge(&patch)).await?;
+        tracing::info!(lease = %self.name, "released the lease");
+        Ok(())
+    }
+
     /// Renews forever; returns an error once the lease is lost or cannot be renewed in time.
     pub async fn keep(&self) -> LeaderError {
         let mut last_renewal = tokio::time::Instant::now();
@@ -136,11 +162,16 @@ impl Elector {
             match self.try_lead().await {
                 Ok(true) => last_renewal = tokio::time::Instant::now(),
                 Ok(false) => return LeaderError::Lost("another replica".into()),
-                Err(e) if last_renewal.elapsed() >= LEASE_DURATION => return e,
+                Err(e) if last_renewal.elapsed() >= RENEW_DEADLINE => return e,
                 Err(e) => tracing::warn!(error = %e, "renewing the lease failed; retrying"),
             }
         }
     }
+}
+
+/// Patches of the Lease carry the operator's field manager.
+fn patch_params() -> PatchParams {
+    PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..PatchParams::default() }
 }
 
 #[cfg(test)]
@@ -166,5 +197,13 @@ mod tests {
         let stale = now - SignedDuration::from_secs(16);
         assert_eq!(decide(Some(&held_by("b", stale)), "a", now), Decision::Acquire);
         assert_eq!(decide(Some(&held_by("", fresh)), "a", now), Decision::Acquire);
+        // A released lease (no holder) is free at once.
+        let released = LeaseSpec { holder_identity: None, ..held_by("b", now) };
+        assert_eq!(decide(Some(&released), "a", now), Decision::Acquire);
+    }
+
+    #[test]
+    fn a_leader_stops_before_its_lease_can_expire() {
+        assert!(RENEW_INTERVAL < RENEW_DEADLINE && RENEW_DEADLINE < LEASE_DURATION);
     }
 }

@@ -7,7 +7,8 @@
 //! - [`sizing`]: the fsync-class table and the pure volume-sizing function.
 //! - [`validate`]: spec checks beyond the CRD schema; resolves a spec for the builders.
 //! - [`builders`]: pure builders, one Kubernetes object per file.
-//! - [`reconcile`]: the two reconcilers (server-side apply → status subresource → Events).
+//! - [`reconcile`]: the two reconcilers (server-side apply → status subresource → Events), and
+//!   the per-object decoding of the untyped watches (`reconcile::decode`).
 //! - [`conditions`]: Ready / Progressing / Degraded bookkeeping.
 //! - [`context`]: client, event recorder, metrics and the error policy's backoff.
 //! - [`metrics`]: Prometheus metrics and the `/metrics` endpoint.

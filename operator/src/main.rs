@@ -41,6 +41,9 @@ struct Cli {
     /// Log format.
     #[arg(long, env = "CAIRN_OPERATOR_LOG_FORMAT", default_value = "json", value_parser = ["json", "text"])]
     log_format: String,
+    /// Seconds in-flight reconciles may take after SIGTERM before the process stops anyway.
+    #[arg(long, env = "CAIRN_OPERATOR_SHUTDOWN_TIMEOUT", default_value_t = cairn_operator::run::SHUTDOWN_TIMEOUT.as_secs())]
+    shutdown_timeout: u64,
     /// Log filter, e.g. `info` or `cairn_operator=debug,kube=info`.
     #[arg(long, env = "CAIRN_OPERATOR_LOG", default_value = "info")]
     log_level: String,
@@ -130,6 +133,7 @@ async fn serve(cli: Cli) -> anyhow::Result<()> {
         _ => Scope::All,
     };
     tracing::info!(?scope, "starting controllers");
+    let shutdown_timeout = std::time::Duration::from_secs(cli.shutdown_timeout);
 
     if cli.leader_election {
         let namespace = cli.lease_namespace.clone().unwrap_or_else(|| client.default_namespace().to_string());
@@ -142,14 +146,18 @@ async fn serve(cli: Cli) -> anyhow::Result<()> {
             _ = shutdown_signal() => return Ok(()),
         }
         tokio::select! {
-            _ = controllers(client, scope, metrics, shutdown_signal()) => {}
+            _ = controllers(client, scope, metrics, shutdown_signal(), shutdown_timeout) => {}
             lost = elector.keep() => {
                 // Exit so that Kubernetes restarts us as a follower; never run two leaders.
                 return Err(anyhow::anyhow!(lost)).context("leader election");
             }
         }
+        // Stopped gracefully: hand the Lease over at once.
+        if let Err(e) = elector.release().await {
+            tracing::warn!(error = %e, "releasing the lease failed; a follower takes over when it expires");
+        }
     } else {
-        controllers(client, scope, metrics, shutdown_signal()).await;
+        controllers(client, scope, metrics, shutdown_signal(), shutdown_timeout).await;
     }
     tracing::info!("stopped");
     Ok(())

@@ -1,6 +1,12 @@
 //! Every name the operator relies on from the store image: binaries, flags, environment
 //! variables, paths and HTTP endpoints. Kept in one place so that a rename in the server or in
 //! `cairn-bench` is a one-line change here.
+//!
+//! The server's flags are checked against its own command-line definition by
+//! `operator/tests/store_contract.rs` (which parses the builders' arguments with
+//! `cairn_server::config::Args` and the Job's with `cairn_bench::cli::Cli`): a flag the server
+//! does not have would make `cairn` exit at start, so a feature the server lacks has its flag
+//! here as `None` and the builders pass nothing for it.
 
 /// The server binary in the image.
 pub const SERVER_BINARY: &str = "cairn";
@@ -10,7 +16,10 @@ pub const BENCH_BINARY: &str = "cairn-bench";
 // Server flags.
 pub const FLAG_BIND: &str = "--bind";
 pub const FLAG_RESP_PORT: &str = "--port";
-pub const FLAG_NATIVE_PORT: &str = "--native-port";
+/// The native protocol's port flag: `None` until the server serves the native protocol
+/// (issue 8). The port stays declared on the container and the Services, so that enabling it is
+/// this one line.
+pub const FLAG_NATIVE_PORT: Option<&str> = None;
 pub const FLAG_ADMIN_PORT: &str = "--admin-port";
 pub const FLAG_DATA_DIR: &str = "--data-dir";
 pub const FLAG_DURABILITY: &str = "--durability";
@@ -20,9 +29,27 @@ pub const FLAG_THREADS: &str = "--threads";
 pub const FLAG_CONFIG: &str = "--config";
 pub const FLAG_LOG_FORMAT: &str = "--log-format";
 pub const LOG_FORMAT_JSON: &str = "json";
-pub const FLAG_TLS_CERT: &str = "--tls-cert-file";
-pub const FLAG_TLS_KEY: &str = "--tls-key-file";
-pub const FLAG_TLS_CA: &str = "--tls-ca-cert-file";
+
+/// The server's TLS flags (certificate, key and CA files), or `None` while the server has no TLS.
+/// While it is `None`, a KVStore with `spec.tlsSecret` is an invalid spec (reported in its
+/// status): serving plaintext to a user who asked for TLS would be worse than not serving.
+pub const TLS_FLAGS: Option<TlsFlags> = None;
+
+/// The flags naming the TLS files of a `kubernetes.io/tls` Secret mounted at [`TLS_DIR`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TlsFlags {
+    /// Flag of the certificate file (`tls.crt`).
+    pub cert: &'static str,
+    /// Flag of the private key file (`tls.key`).
+    pub key: &'static str,
+    /// Flag of the CA file (`ca.crt`).
+    pub ca: &'static str,
+}
+
+/// Whether the server image supports TLS (see [`TLS_FLAGS`]).
+pub const fn tls_supported() -> bool {
+    TLS_FLAGS.is_some()
+}
 
 /// Address the server binds in a pod.
 pub const BIND_ALL: &str = "0.0.0.0";

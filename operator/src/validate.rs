@@ -37,6 +37,13 @@ pub fn resolve(store: &KVStore) -> Result<Resolved, InvalidSpec> {
     if !(1..=256).contains(&spec.cpus) {
         problems.push(format!("cpus is {}: it must be a whole number of cores between 1 and 256", spec.cpus));
     }
+    if spec.tls_secret.is_some() && !crate::store_contract::tls_supported() {
+        problems.push(
+            "tlsSecret is set but the Cairn server does not support TLS yet: remove it (the operator will not \
+             serve plaintext to a store that asked for TLS)"
+                .to_string(),
+        );
+    }
     if spec.image.trim().is_empty() {
         problems.push("image must not be empty".to_string());
     }
@@ -97,6 +104,17 @@ mod tests {
         let err = resolve(&s).expect_err("invalid").0;
         for needle in ["replicas is 3", "cpus is 0", "memory:", "must differ"] {
             assert!(err.contains(needle), "{err}");
+        }
+    }
+
+    #[test]
+    fn tls_is_refused_while_the_server_has_none() {
+        let mut s = store("demo");
+        s.spec.tls_secret = Some(cairn_crds::TlsSecretRef { name: "demo-tls".into() });
+        let result = resolve(&s);
+        assert_eq!(result.is_ok(), crate::store_contract::tls_supported());
+        if let Err(InvalidSpec(message)) = result {
+            assert!(message.contains("does not support TLS"), "{message}");
         }
     }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use cairn_crds::{KVStore, KVStoreBenchmark};
 use cairn_operator::context::Context;
 use cairn_operator::metrics::Metrics;
-use cairn_operator::reconcile::{benchmark, store};
+use cairn_operator::reconcile::{benchmark, decode, store};
 use http::{Request, Response};
 use kube::client::Body;
 use kube::runtime::controller::Action;
@@ -29,12 +29,20 @@ struct Call {
 struct World {
     /// `readyReplicas` the StatefulSet reports.
     sts_ready: i32,
+    /// The claim template size of a StatefulSet that already exists (GET finds it).
+    sts_claim: Option<&'static str>,
+    /// The storage request of the existing claim `data-demo-0`.
+    claim_size: Option<&'static str>,
     /// The KVStore a benchmark's GET finds.
     store: Option<Value>,
+    /// Whether the benchmark's Job already exists (GET finds it).
+    job_exists: bool,
     /// Conditions of the benchmark Job (e.g. Complete).
     job_condition: Option<&'static str>,
     /// The termination message of the driver pod.
     termination_message: Option<String>,
+    /// The API server fails applies of the StatefulSet (500).
+    fail_statefulset: bool,
 }
 
 fn respond(status: u16, body: &Value) -> Response<Body> {
@@ -50,6 +58,11 @@ fn not_found(what: &str) -> Value {
 fn answer(world: &World, call: &Call) -> (u16, Value) {
     let segments: Vec<&str> = call.path.trim_start_matches('/').split('/').collect();
     match call.method.as_str() {
+        "PATCH" if world.fail_statefulset && segments.contains(&"statefulsets") => (
+            500,
+            json!({"apiVersion": "v1", "kind": "Status", "status": "Failure", "reason": "InternalError",
+                   "message": "etcdserver: request timed out", "code": 500}),
+        ),
         "PATCH" => {
             let mut obj = call.body.clone();
             if obj.get("metadata").is_none() {
@@ -80,6 +93,40 @@ fn answer(world: &World, call: &Call) -> (u16, Value) {
         }
         "POST" => (201, call.body.clone()),
         "DELETE" => (404, not_found("object")),
+        "GET" if segments.contains(&"statefulsets") => match world.sts_claim {
+            Some(size) => (
+                200,
+                json!({"apiVersion": "apps/v1", "kind": "StatefulSet",
+                "metadata": {"name": "demo", "namespace": "default", "generation": 1},
+                "spec": {"selector": {}, "serviceName": "demo-headless", "template": {},
+                         "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
+                             "storageClassName": "premium-ssd",
+                             "resources": {"requests": {"storage": size}}}}]}}),
+            ),
+            None => (404, not_found("statefulset")),
+        },
+        "GET" if segments.contains(&"persistentvolumeclaims") => match world.claim_size {
+            Some(size) => (
+                200,
+                json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                "metadata": {"name": segments.last()},
+                "spec": {"resources": {"requests": {"storage": size}}}}),
+            ),
+            None => (404, not_found("claim")),
+        },
+        "GET" if segments.contains(&"jobs") && world.job_exists => {
+            let conditions: Vec<Value> = world
+                .job_condition
+                .iter()
+                .map(|cond| json!({"type": cond, "status": "True", "message": format!("job {cond}")}))
+                .collect();
+            (
+                200,
+                json!({"apiVersion": "batch/v1", "kind": "Job",
+                "metadata": {"name": "run1-bench", "namespace": "default"},
+                "spec": {"template": {}}, "status": {"conditions": conditions}}),
+            )
+        }
         "GET" if segments.contains(&"kvstores") => match &world.store {
             Some(store) => (200, store.clone()),
             None => (404, not_found("kvstore")),
@@ -231,13 +278,14 @@ async fn update_becomes_ready_and_expands_volumes_without_touching_the_template(
         Some(previous),
         2,
     );
-    let world = World { sts_ready: 1, ..World::default() };
+    let world = World { sts_ready: 1, sts_claim: Some("10Gi"), claim_size: Some("10Gi"), ..World::default() };
     let (action, calls) = with_api(world, |ctx| store::reconcile(Arc::new(store_obj), ctx)).await;
     assert_eq!(action.expect("reconcile"), Action::requeue(store::REQUEUE_STEADY));
 
     let sts = &find(&calls, "PATCH", "/statefulsets/demo").expect("sts").body;
     assert_eq!(sts["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"], "10Gi");
     let pvc = find(&calls, "PATCH", "/persistentvolumeclaims/data-demo-0").expect("claim expanded");
+    assert!(pvc.query.contains("fieldManager=cairn-operator"), "one field manager: {}", pvc.query);
     assert_eq!(pvc.body["spec"]["resources"]["requests"]["storage"], "167Gi");
 
     let status = &find(&calls, "PATCH", "/kvstores/demo/status").expect("status").body["status"];
@@ -251,6 +299,88 @@ async fn update_becomes_ready_and_expands_volumes_without_touching_the_template(
     assert!(reasons.contains(&"Ready".to_string()), "{reasons:?}");
     assert!(reasons.contains(&"VolumeExpanding".to_string()), "{reasons:?}");
     assert!(!reasons.contains(&"Created".to_string()), "{reasons:?}");
+}
+
+#[tokio::test]
+async fn after_an_expansion_the_claim_template_is_applied_unchanged() {
+    // The reconcile that follows an expansion: the status reports 167Gi, the live claim
+    // template still says 10Gi (it is immutable), the claim already asks for 167Gi.
+    let previous = json!({"observedGeneration": 2, "readyReplicas": 1,
+        "volume": {"size": "167Gi", "storageClassName": "premium-ssd", "fsyncClass": "premium-ssd",
+                   "modelIops": 5010, "modelThroughputMibps": 80, "reason": "r"}});
+    let store_obj = kvstore(
+        json!({"durability": "sync", "fsyncClass": "premium-ssd",
+        "storage": {"targetAcksPerSecond": 10000}}),
+        Some(previous),
+        2,
+    );
+    let world = World { sts_ready: 1, sts_claim: Some("10Gi"), claim_size: Some("167Gi"), ..World::default() };
+    let (action, calls) = with_api(world, |ctx| store::reconcile(Arc::new(store_obj), ctx)).await;
+    action.expect("reconcile");
+    let sts = &find(&calls, "PATCH", "/statefulsets/demo").expect("sts").body;
+    assert_eq!(sts["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"], "10Gi");
+    assert!(find(&calls, "PATCH", "/persistentvolumeclaims/data-demo-0").is_none(), "already expanded");
+    let status = &find(&calls, "PATCH", "/kvstores/demo/status").expect("status").body["status"];
+    assert_eq!(status["volume"]["size"], "167Gi");
+    assert!(!events(&calls).iter().any(|(_, r)| r == "VolumeExpanding"));
+}
+
+#[tokio::test]
+async fn a_store_with_a_tls_secret_is_invalid_while_the_server_has_no_tls() {
+    let store_obj = kvstore(json!({"tlsSecret": {"name": "demo-tls"}}), None, 1);
+    let (action, calls) = with_api(World::default(), |ctx| store::reconcile(Arc::new(store_obj), ctx)).await;
+    assert_eq!(action.expect("not a reconcile error"), Action::await_change());
+    assert!(find(&calls, "PATCH", "/statefulsets/demo").is_none(), "no pod that would serve plaintext");
+    let status = &find(&calls, "PATCH", "/kvstores/demo/status").expect("status").body["status"];
+    let message = condition(status, "Degraded")["message"].as_str().unwrap_or("").to_string();
+    assert!(message.contains("does not support TLS"), "{message}");
+}
+
+#[tokio::test]
+async fn an_api_failure_is_counted_and_retried_with_backoff() {
+    let store_obj = Arc::new(kvstore(json!({}), None, 1));
+    let world = World { fail_statefulset: true, ..World::default() };
+    let obj = store_obj.clone();
+    let ((first, second, metrics), calls) = with_api(world, |ctx| async move {
+        let err = store::reconcile(obj.clone(), ctx.clone()).await.expect_err("the apply fails");
+        let first = store::error_policy(obj.clone(), &err, ctx.clone());
+        let err = store::reconcile(obj.clone(), ctx.clone()).await.expect_err("the apply fails again");
+        let second = store::error_policy(obj, &err, ctx.clone());
+        (first, second, ctx.metrics.encode())
+    })
+    .await;
+    assert_eq!(first, Action::requeue(Duration::from_secs(2)));
+    assert_eq!(second, Action::requeue(Duration::from_secs(4)), "the delay doubles");
+    assert!(
+        metrics.contains(r#"cairn_operator_reconcile_failures_total{controller="kvstore",reason="api_500"} 2"#),
+        "{metrics}"
+    );
+    assert!(find(&calls, "PATCH", "/kvstores/demo/status").is_none(), "no status from a failed apply");
+}
+
+#[tokio::test]
+async fn an_object_the_operator_cannot_decode_is_reported_in_its_status() {
+    // What a schema-less API server stores, or a newer CRD allows: the typed watch would fail its
+    // whole list; decoded one at a time, only this object is affected.
+    let obj: kube::api::DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "cairn.io/v1alpha1", "kind": "KVStore",
+        "metadata": {"name": "demo", "namespace": "default", "uid": "uid-demo", "generation": 2},
+        "spec": {"cpus": "two", "durability": "strict"}}))
+    .expect("dynamic object");
+    let (action, calls) = with_api(World::default(), |ctx| {
+        decode::reconcile_decoded(Arc::new(obj), ctx, store::CONTROLLER, store::reconcile)
+    })
+    .await;
+    assert_eq!(action.expect("not a reconcile error"), Action::await_change());
+    assert!(find(&calls, "PATCH", "/statefulsets/demo").is_none(), "nothing applied");
+    let status_call = find(&calls, "PATCH", "/kvstores/demo/status").expect("status");
+    assert!(status_call.query.contains("fieldManager=cairn-operator"));
+    let status = &status_call.body["status"];
+    assert_eq!(status["observedGeneration"], 2);
+    let degraded = condition(status, "Degraded");
+    assert_eq!((degraded["status"].as_str(), degraded["reason"].as_str()), (Some("True"), Some("InvalidSpec")));
+    assert!(degraded["message"].as_str().unwrap_or("").contains("cannot read the object"), "{degraded}");
+    assert_eq!(events(&calls), vec![("Warning".to_string(), "InvalidSpec".to_string())]);
 }
 
 #[tokio::test]
@@ -283,7 +413,38 @@ fn bench() -> KVStoreBenchmark {
 fn store_json() -> Value {
     json!({"apiVersion": "cairn.io/v1alpha1", "kind": "KVStore",
            "metadata": {"name": "demo", "namespace": "default", "uid": "uid-demo"},
-           "spec": {"image": "cairn:test"}})
+           "spec": {"image": "cairn:test"},
+           "status": {"readyReplicas": 1, "conditions": [{"type": "Ready", "status": "True",
+               "reason": "AllReplicasReady", "message": "1/1 pods ready",
+               "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})
+}
+
+#[tokio::test]
+async fn benchmark_waits_for_the_store_to_be_ready() {
+    let mut not_ready = store_json();
+    not_ready["status"]["conditions"][0]["status"] = json!("False");
+    let world = World { store: Some(not_ready), ..World::default() };
+    let (action, calls) = with_api(world, |ctx| benchmark::reconcile(Arc::new(bench()), ctx)).await;
+    assert_eq!(action.expect("reconcile"), Action::requeue(benchmark::REQUEUE_WAITING));
+    assert!(find(&calls, "PATCH", "/jobs/run1-bench").is_none(), "no Job before the store is Ready");
+    let status = &find(&calls, "PATCH", "/kvstorebenchmarks/run1/status").expect("status").body["status"];
+    assert_eq!(status["phase"], "Pending");
+    assert_eq!(condition(status, "Ready")["reason"], "StoreNotReady");
+}
+
+#[tokio::test]
+async fn a_benchmark_whose_job_vanished_fails_instead_of_running_again() {
+    let mut running = bench();
+    running.status =
+        Some(serde_json::from_value(json!({"phase": "Running", "jobName": "run1-bench"})).expect("status"));
+    let world = World { store: Some(store_json()), ..World::default() };
+    let (action, calls) = with_api(world, |ctx| benchmark::reconcile(Arc::new(running), ctx)).await;
+    assert_eq!(action.expect("reconcile"), Action::await_change());
+    assert!(find(&calls, "PATCH", "/jobs/run1-bench").is_none(), "never a second run");
+    let status = &find(&calls, "PATCH", "/kvstorebenchmarks/run1/status").expect("status").body["status"];
+    assert_eq!(status["phase"], "Failed");
+    assert_eq!(condition(status, "Failed")["reason"], "JobLost");
+    assert_eq!(events(&calls), vec![("Warning".to_string(), "Failed".to_string())]);
 }
 
 #[tokio::test]
@@ -318,6 +479,7 @@ async fn benchmark_runs_a_job_against_the_store_service() {
 async fn benchmark_completion_brings_the_summary_into_the_status() {
     let world = World {
         store: Some(store_json()),
+        job_exists: true,
         job_condition: Some("Complete"),
         termination_message: Some(
             r#"{"ops_per_sec": 250000.5, "p50_us": 90, "p99_us": 420, "errors": 0, "verified": true}"#.into(),
@@ -326,6 +488,7 @@ async fn benchmark_completion_brings_the_summary_into_the_status() {
     };
     let (action, calls) = with_api(world, |ctx| benchmark::reconcile(Arc::new(bench()), ctx)).await;
     assert_eq!(action.expect("reconcile"), Action::await_change());
+    assert!(find(&calls, "PATCH", "/jobs/run1-bench").is_none(), "an existing Job is not re-applied");
     let pods = find(&calls, "GET", "/api/v1/namespaces/default/pods").expect("pods listed");
     assert!(pods.query.contains("run1-bench"), "{}", pods.query);
     let status = &find(&calls, "PATCH", "/kvstorebenchmarks/run1/status").expect("status").body["status"];
@@ -343,6 +506,7 @@ async fn benchmark_completion_brings_the_summary_into_the_status() {
 async fn benchmark_with_failed_verification_fails() {
     let world = World {
         store: Some(store_json()),
+        job_exists: true,
         job_condition: Some("Complete"),
         termination_message: Some(
             r#"{"ops_per_sec": 1, "p50_us": 1, "p99_us": 1, "errors": 3, "verified": false}"#.into(),

@@ -25,16 +25,17 @@ use crate::store_contract as sc;
 /// Name of the server container.
 pub const CONTAINER: &str = "cairn";
 
-/// The server's command line.
+/// The server's command line. Every flag comes from [`crate::store_contract`]; a feature the
+/// server lacks (the native port, TLS) has no flag there and is left out, since an unknown flag
+/// makes `cairn` exit at start.
 pub fn args(store: &KVStore) -> Vec<String> {
     let spec = &store.spec;
-    let mut args = vec![
-        sc::FLAG_BIND.into(),
-        sc::BIND_ALL.into(),
-        sc::FLAG_RESP_PORT.into(),
-        spec.ports.resp.to_string(),
-        sc::FLAG_NATIVE_PORT.into(),
-        spec.ports.native.to_string(),
+    let mut args: Vec<String> =
+        vec![sc::FLAG_BIND.into(), sc::BIND_ALL.into(), sc::FLAG_RESP_PORT.into(), spec.ports.resp.to_string()];
+    if let Some(flag) = sc::FLAG_NATIVE_PORT {
+        args.extend([flag.into(), spec.ports.native.to_string()]);
+    }
+    args.extend([
         sc::FLAG_ADMIN_PORT.into(),
         spec.ports.admin.to_string(),
         sc::FLAG_DATA_DIR.into(),
@@ -47,10 +48,11 @@ pub fn args(store: &KVStore) -> Vec<String> {
         format!("{}/{}", sc::CONFIG_DIR, sc::CONFIG_FILE_NAME),
         sc::FLAG_LOG_FORMAT.into(),
         sc::LOG_FORMAT_JSON.into(),
-    ];
-    if spec.tls_secret.is_some() {
-        for (flag, file) in [(sc::FLAG_TLS_CERT, "tls.crt"), (sc::FLAG_TLS_KEY, "tls.key"), (sc::FLAG_TLS_CA, "ca.crt")]
-        {
+    ]);
+    // Without TLS flags `validate::resolve` rejects a tlsSecret, so this only runs once the
+    // server has TLS.
+    if let (Some(_), Some(tls)) = (&spec.tls_secret, sc::TLS_FLAGS) {
+        for (flag, file) in [(tls.cert, "tls.crt"), (tls.key, "tls.key"), (tls.ca, "ca.crt")] {
             args.push(flag.into());
             args.push(format!("{}/{file}", sc::TLS_DIR));
         }
@@ -297,7 +299,8 @@ mod tests {
         assert_eq!(flag(&args, "--durability"), Some("sync"));
         assert_eq!(flag(&args, "--threads"), Some("4"));
         assert_eq!(flag(&args, "--port"), Some("6400"));
-        assert_eq!(flag(&args, "--native-port"), Some("7379"));
+        // The server has no native protocol yet: no flag it would reject.
+        assert_eq!(flag(&args, "--native-port"), None);
         assert_eq!(flag(&args, "--admin-port"), Some("8379"));
         assert_eq!(flag(&args, "--bind"), Some("0.0.0.0"));
         assert_eq!(flag(&args, "--data-dir"), Some("/data"));
@@ -347,21 +350,26 @@ mod tests {
     }
 
     #[test]
-    fn auth_and_tls_secrets_are_wired() {
+    fn the_auth_secret_is_wired_through_the_environment() {
         let mut s = store("demo");
         s.spec.auth_secret = Some(AuthSecretRef { name: "demo-auth".into(), key: "password".into() });
-        s.spec.tls_secret = Some(TlsSecretRef { name: "demo-tls".into() });
-        let (_, c, pod) = built(&s);
+        let (_, c, _) = built(&s);
         let env = c.env.expect("env");
         assert_eq!(env[0].name, "CAIRN_REQUIREPASS");
         assert!(env[0].value.is_none(), "the password must come from the Secret");
-        let args = c.args.expect("args");
-        assert_eq!(flag(&args, "--tls-cert-file"), Some("/etc/cairn/tls/tls.crt"));
-        assert!(pod
-            .volumes
-            .expect("volumes")
-            .iter()
-            .any(|v| v.secret.as_ref().and_then(|s| s.secret_name.as_deref()) == Some("demo-tls")));
+        let from = env[0].value_from.clone().and_then(|v| v.secret_key_ref).expect("secret ref");
+        assert_eq!((from.name.as_str(), from.key.as_str()), ("demo-auth", "password"));
+    }
+
+    #[test]
+    fn no_tls_flags_while_the_server_has_no_tls() {
+        let mut s = store("demo");
+        s.spec.tls_secret = Some(TlsSecretRef { name: "demo-tls".into() });
+        // resolve() rejects this spec; the builder still must not pass flags cairn lacks.
+        let sts = build(&s, &resolve(&store("demo")).expect("valid").volume);
+        let pod = sts.spec.and_then(|s| s.template.spec).expect("pod");
+        let args = pod.containers[0].args.clone().expect("args");
+        assert_eq!(args.iter().any(|a| a.starts_with("--tls")), sc::tls_supported(), "{args:?}");
     }
 
     #[test]

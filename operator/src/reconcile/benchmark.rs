@@ -1,6 +1,8 @@
-//! Reconciles a `KVStoreBenchmark`: runs its Job against the store, and when the Job finishes
-//! reads the driver's summary from the pod's termination message into the status. A finished
-//! benchmark is never re-run; Kubernetes deletes its Job after `ttlSecondsAfterFinished`.
+//! Reconciles a `KVStoreBenchmark`: once its store is Ready, creates its Job (once) against the
+//! store's Service, and when the Job finishes reads the driver's summary from the pod's
+//! termination message into the status. A finished benchmark is never re-run; Kubernetes
+//! deletes its Job after `ttlSecondsAfterFinished`, and a Job that vanishes before its result
+//! was read fails the benchmark instead of starting a second run.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,7 +18,7 @@ use kube::{Api, ResourceExt};
 use super::summary::parse_summary;
 use super::{apply, apply_status};
 use crate::builders;
-use crate::conditions::{self, Want, COMPLETE, FAILED, READY};
+use crate::conditions::{self, is_true, Want, COMPLETE, FAILED, READY};
 use crate::context::{key, Context};
 use crate::labels::job_name;
 use crate::Error;
@@ -94,30 +96,31 @@ async fn reconcile_inner(bench: &KVStoreBenchmark, ctx: &Context) -> Result<Acti
         return Ok(Action::await_change());
     }
 
-    let stores: Api<KVStore> = Api::namespaced(client.clone(), &namespace);
-    let Some(store) = stores.get_opt(&bench.spec.store).await? else {
-        let message = format!("KVStore {} not found in {namespace}", bench.spec.store);
-        let status = KVStoreBenchmarkStatus {
-            observed_generation: generation,
-            phase: BenchPhase::Pending,
-            message: Some(message.clone()),
-            conditions: conditions::settle(
-                &previous.conditions,
-                &[Want { type_: READY, status: false, reason: "StoreNotFound", message: message.clone() }],
-                generation,
-            ),
-            ..previous.clone()
-        };
-        apply_status(&benches, &name, serde_json::to_value(&status)?).await?;
-        if previous.message.as_deref() != Some(message.as_str()) {
-            ctx.event(bench, event(EventType::Warning, "StoreNotFound", message)).await;
-        }
-        return Ok(Action::requeue(REQUEUE_WAITING));
-    };
-
     let jobs: Api<Job> = Api::namespaced(client.clone(), &namespace);
-    let job = apply(&jobs, &builders::job::build(bench, &store)).await?;
     let job_name = job_name(&name);
+    let job = match jobs.get_opt(&job_name).await? {
+        // A Job is created once: its pod template is immutable, and re-applying it after the
+        // store changed would fail (or, after its TTL, run the benchmark a second time).
+        Some(job) => job,
+        None if previous.job_name.is_some() => {
+            let message = format!(
+                "Job {job_name} disappeared before its result was read (deleted, or removed after \
+                 ttlSecondsAfterFinished); create a new KVStoreBenchmark to run again"
+            );
+            return finish_lost(bench, ctx, &benches, &previous, message).await;
+        }
+        None => {
+            let stores: Api<KVStore> = Api::namespaced(client.clone(), &namespace);
+            let Some(store) = stores.get_opt(&bench.spec.store).await? else {
+                let waiting = Waiting::not_found(&bench.spec.store, &namespace);
+                return report_waiting(bench, ctx, &benches, &previous, waiting).await;
+            };
+            if let Some(waiting) = store_not_ready(&store) {
+                return report_waiting(bench, ctx, &benches, &previous, waiting).await;
+            }
+            apply(&jobs, &builders::job::build(bench, &store)).await?
+        }
+    };
     let outcome = job_outcome(&job);
 
     let (phase, summary, message) = match &outcome {
@@ -154,8 +157,8 @@ async fn reconcile_inner(bench: &KVStoreBenchmark, ctx: &Context) -> Result<Acti
         Want {
             type_: READY,
             status: true,
-            reason: "StoreFound",
-            message: format!("KVStore {} exists", bench.spec.store),
+            reason: "JobStarted",
+            message: format!("Job {job_name} runs against KVStore {}", bench.spec.store),
         },
         Want {
             type_: COMPLETE,
@@ -189,6 +192,84 @@ async fn reconcile_inner(bench: &KVStoreBenchmark, ctx: &Context) -> Result<Acti
         _ => {}
     }
     Ok(if done { Action::await_change() } else { Action::requeue(REQUEUE_WAITING) })
+}
+
+/// Why a benchmark cannot start yet against `store`, if it cannot: a driver started against a
+/// store that is not Ready would only measure connection errors.
+pub fn store_not_ready(store: &KVStore) -> Option<Waiting> {
+    let ready = store.status.as_ref().is_some_and(|s| is_true(&s.conditions, READY));
+    (!ready).then(|| Waiting {
+        reason: "StoreNotReady",
+        message: format!("waiting for KVStore {} to be Ready before starting the benchmark", store.name_any()),
+    })
+}
+
+/// A benchmark that waits for its store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Waiting {
+    /// The Ready condition's reason (and the Event's).
+    pub reason: &'static str,
+    /// The status message.
+    pub message: String,
+}
+
+impl Waiting {
+    /// The store the benchmark names does not exist (yet).
+    pub fn not_found(store: &str, namespace: &str) -> Waiting {
+        Waiting { reason: "StoreNotFound", message: format!("KVStore {store} not found in {namespace}") }
+    }
+}
+
+async fn report_waiting(
+    bench: &KVStoreBenchmark,
+    ctx: &Context,
+    benches: &Api<KVStoreBenchmark>,
+    previous: &KVStoreBenchmarkStatus,
+    waiting: Waiting,
+) -> Result<Action, Error> {
+    let generation = bench.metadata.generation;
+    let status = KVStoreBenchmarkStatus {
+        observed_generation: generation,
+        phase: BenchPhase::Pending,
+        message: Some(waiting.message.clone()),
+        conditions: conditions::settle(
+            &previous.conditions,
+            &[Want { type_: READY, status: false, reason: waiting.reason, message: waiting.message.clone() }],
+            generation,
+        ),
+        ..previous.clone()
+    };
+    apply_status(benches, &bench.name_any(), serde_json::to_value(&status)?).await?;
+    if previous.message.as_deref() != Some(waiting.message.as_str()) {
+        let type_ = if waiting.reason == "StoreNotFound" { EventType::Warning } else { EventType::Normal };
+        ctx.event(bench, event(type_, waiting.reason, waiting.message)).await;
+    }
+    Ok(Action::requeue(REQUEUE_WAITING))
+}
+
+/// Fails a benchmark whose Job vanished before its result was read (never re-run it).
+async fn finish_lost(
+    bench: &KVStoreBenchmark,
+    ctx: &Context,
+    benches: &Api<KVStoreBenchmark>,
+    previous: &KVStoreBenchmarkStatus,
+    message: String,
+) -> Result<Action, Error> {
+    let generation = bench.metadata.generation;
+    let wants = [
+        Want { type_: COMPLETE, status: false, reason: "JobLost", message: message.clone() },
+        Want { type_: FAILED, status: true, reason: "JobLost", message: message.clone() },
+    ];
+    let status = KVStoreBenchmarkStatus {
+        observed_generation: generation,
+        phase: BenchPhase::Failed,
+        message: Some(message.clone()),
+        conditions: conditions::settle(&previous.conditions, &wants, generation),
+        ..previous.clone()
+    };
+    apply_status(benches, &bench.name_any(), serde_json::to_value(&status)?).await?;
+    ctx.event(bench, event(EventType::Warning, "Failed", message)).await;
+    Ok(Action::await_change())
 }
 
 fn event(type_: EventType, reason: &str, note: String) -> Event {

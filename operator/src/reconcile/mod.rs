@@ -1,7 +1,9 @@
 //! The reconcilers: read the custom resource, apply what the builders return with server-side
 //! apply (one field manager), write the status through the status subresource, publish Events.
+//! The controllers watch the custom resources untyped and [`decode`] them one at a time.
 
 pub mod benchmark;
+pub mod decode;
 pub mod store;
 pub mod summary;
 

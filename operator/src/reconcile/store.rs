@@ -1,14 +1,19 @@
 //! Reconciles a `KVStore` into its ConfigMap, Services, StatefulSet and PodDisruptionBudget,
 //! then reports readiness, endpoints, the chosen volume and conditions in its status.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cairn_crds::{parse_binary_bytes, Endpoints, KVStore, KVStoreStatus, VolumeStatus};
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Service};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, PersistentVolumeClaim, PersistentVolumeClaimSpec, Service, VolumeResourceRequirements,
+};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::api::{DeleteParams, Patch, PatchParams};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::DeleteParams;
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType};
 use kube::{Api, ResourceExt};
@@ -45,36 +50,90 @@ pub fn error_policy(store: Arc<KVStore>, error: &Error, ctx: Arc<Context>) -> Ac
     crate::context::error_action(CONTROLLER, store.as_ref(), error, &ctx)
 }
 
-/// The volume the StatefulSet's claim template keeps, and the size existing claims must grow to.
+/// The data volume a live StatefulSet's claim template asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimTemplate {
+    /// The template's storage request, e.g. `10Gi`.
+    pub size: String,
+    /// The template's storage class.
+    pub storage_class: String,
+}
+
+impl ClaimTemplate {
+    /// The `data` claim template of an existing StatefulSet, if it has one.
+    pub fn of(sts: &StatefulSet) -> Option<ClaimTemplate> {
+        let claim = sts
+            .spec
+            .as_ref()?
+            .volume_claim_templates
+            .as_ref()?
+            .iter()
+            .find(|c| c.metadata.name.as_deref() == Some(DATA_VOLUME))?;
+        let spec = claim.spec.as_ref()?;
+        let size = spec.resources.as_ref()?.requests.as_ref()?.get("storage")?.0.clone();
+        Some(ClaimTemplate { size, storage_class: spec.storage_class_name.clone().unwrap_or_default() })
+    }
+}
+
+/// What a reconcile does with the data volume.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SettledVolume {
+    /// What the StatefulSet's claim template carries: an existing template exactly as it is
+    /// (claim templates are immutable), otherwise the plan.
+    pub template: VolumePlan,
+    /// The size the claims have or are being expanded to (reported in `status.volume.size`).
+    pub size: String,
+    /// Set when the claims must grow to a larger plan.
+    pub expand_to: Option<String>,
+}
+
+/// Decides the claim template, the claims' size and any expansion from the new `plan`, the
+/// last reported volume (`previous`) and the live StatefulSet's claim template (`existing`).
 ///
-/// Claim templates are immutable and volumes cannot shrink: once a size and class are in the
-/// status, the template keeps them; a larger new plan expands the existing claims instead.
-pub fn settle_volume(plan: VolumePlan, previous: Option<&VolumeStatus>) -> (VolumePlan, Option<String>) {
-    let Some(prev) = previous else {
-        return (plan, None);
+/// Claim templates are immutable and volumes cannot shrink: a template, once created, is kept
+/// as it is; a larger plan expands the existing claims (and is reported as the size); a smaller
+/// one is ignored, and the reason says so. The storage class of a volume never changes.
+pub fn settle_volume(
+    plan: VolumePlan,
+    previous: Option<&VolumeStatus>,
+    existing: Option<&ClaimTemplate>,
+) -> SettledVolume {
+    let bytes = |size: &str| parse_binary_bytes(size).unwrap_or(0);
+    // The largest size the claims are known to have been given.
+    let current = [previous.map(|p| p.size.as_str()), existing.map(|t| t.size.as_str())]
+        .into_iter()
+        .flatten()
+        .max_by_key(|size| bytes(size))
+        .map(str::to_string);
+    let class = existing
+        .map(|t| t.storage_class.clone())
+        .or_else(|| previous.map(|p| p.storage_class_name.clone()))
+        .unwrap_or_else(|| plan.storage_class.clone());
+
+    let mut template = plan.clone();
+    if class != plan.storage_class {
+        template.reason = format!("{}; storage class kept at {class} (a volume's class cannot change)", plan.reason);
+    }
+    template.storage_class = class;
+    let Some(current) = current else {
+        let size = template.size.clone();
+        return SettledVolume { template, size, expand_to: None };
     };
-    let prev_bytes = parse_binary_bytes(&prev.size).unwrap_or(0);
-    let mut kept = plan.clone();
-    kept.storage_class = prev.storage_class_name.clone();
-    if plan.storage_class != prev.storage_class_name {
-        kept.reason = format!(
-            "{}; storage class kept at {} (a volume's class cannot change)",
-            kept.reason, prev.storage_class_name
-        );
-    }
-    if plan.size_bytes > prev_bytes {
-        kept.size = prev.size.clone();
-        kept.size_bytes = prev_bytes;
-        kept.reason = format!("{}; existing claims expanded from {}", plan.reason, prev.size);
-        (kept, Some(plan.size))
+    let current_bytes = bytes(&current);
+    let (size, expand_to) = if plan.size_bytes > current_bytes {
+        template.reason = format!("{}; existing claims expanded from {current}", template.reason);
+        (plan.size.clone(), Some(plan.size.clone()))
     } else {
-        if plan.size_bytes < prev_bytes {
-            kept.reason = format!("{}; kept at {} (volumes cannot shrink)", plan.reason, prev.size);
+        if plan.size_bytes < current_bytes {
+            template.reason = format!("{}; kept at {current} (volumes cannot shrink)", template.reason);
         }
-        kept.size = prev.size.clone();
-        kept.size_bytes = prev_bytes;
-        (kept, None)
-    }
+        (current.clone(), None)
+    };
+    // The template itself: the live one as it is, or (when the StatefulSet is gone but its
+    // claims remain) the size the claims have.
+    template.size = existing.map_or(current, |t| t.size.clone());
+    template.size_bytes = bytes(&template.size);
+    SettledVolume { template, size, expand_to }
 }
 
 async fn reconcile_inner(store: &KVStore, ctx: &Context) -> Result<Action, Error> {
@@ -91,15 +150,18 @@ async fn reconcile_inner(store: &KVStore, ctx: &Context) -> Result<Action, Error
             return report_invalid(store, ctx, &stores, &previous, message).await;
         }
     };
-    let (volume, expand_to) = settle_volume(resolved.volume, previous.volume.as_ref());
+    let statefulsets: Api<StatefulSet> = Api::namespaced(client.clone(), &namespace);
+    let existing = statefulsets.get_opt(&name).await?.as_ref().and_then(ClaimTemplate::of);
+    let settled = settle_volume(resolved.volume, previous.volume.as_ref(), existing.as_ref());
+    let volume = &settled.template;
+    let expand_to = settled.expand_to.clone();
 
     let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
     apply(&config_maps, &builders::configmap::build(store)).await?;
     let services: Api<Service> = Api::namespaced(client.clone(), &namespace);
     apply(&services, &builders::service_headless::build(store)).await?;
     apply(&services, &builders::service_client::build(store)).await?;
-    let statefulsets: Api<StatefulSet> = Api::namespaced(client.clone(), &namespace);
-    let sts = apply(&statefulsets, &builders::statefulset::build(store, &volume)).await?;
+    let sts = apply(&statefulsets, &builders::statefulset::build(store, volume)).await?;
     let pdbs: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), &namespace);
     match builders::pdb::build(store) {
         Some(pdb) => {
@@ -152,7 +214,7 @@ async fn reconcile_inner(store: &KVStore, ctx: &Context) -> Result<Action, Error
             admin: format!("{svc}:{}", ports.admin),
         }),
         volume: Some(VolumeStatus {
-            size: expand_to.clone().unwrap_or_else(|| volume.size.clone()),
+            size: settled.size.clone(),
             storage_class_name: volume.storage_class.clone(),
             fsync_class: store.spec.fsync_class.to_string(),
             model_iops: volume.model_iops,
@@ -164,7 +226,7 @@ async fn reconcile_inner(store: &KVStore, ctx: &Context) -> Result<Action, Error
     apply_status(&stores, &name, serde_json::to_value(&status)?).await?;
 
     if previous.observed_generation.is_none() {
-        let note = format!("created StatefulSet {name} with a {} volume on {}", volume.size, volume.storage_class);
+        let note = format!("created StatefulSet {name} with a {} volume on {}", settled.size, volume.storage_class);
         ctx.event(store, normal("Created", "Apply", note)).await;
     }
     if is_ready && !is_true(&previous.conditions, READY) {
@@ -213,20 +275,42 @@ async fn report_invalid(
     Ok(Action::await_change())
 }
 
-/// Grows the existing data claims (`data-<store>-<ordinal>`) to `size`.
+/// Grows the existing data claims (`data-<store>-<ordinal>`) that ask for less than `size`.
+/// A claim that already asks for as much or more is left alone (a volume cannot shrink, and
+/// the API server rejects a smaller request); a missing claim is not an error.
 async fn expand_claims(ctx: &Context, store: &KVStore, namespace: &str, size: &str) -> Result<(), Error> {
     let claims: Api<PersistentVolumeClaim> = Api::namespaced(ctx.client.clone(), namespace);
-    let patch = serde_json::json!({"spec": {"resources": {"requests": {"storage": size}}}});
+    let wanted = parse_binary_bytes(size).unwrap_or(0);
+    let claim_size = |name: &str| PersistentVolumeClaim {
+        metadata: ObjectMeta { name: Some(name.to_string()), ..ObjectMeta::default() },
+        spec: Some(PersistentVolumeClaimSpec {
+            resources: Some(VolumeResourceRequirements {
+                requests: Some(BTreeMap::from([("storage".to_string(), Quantity(size.to_string()))])),
+                ..VolumeResourceRequirements::default()
+            }),
+            ..PersistentVolumeClaimSpec::default()
+        }),
+        ..PersistentVolumeClaim::default()
+    };
     for ordinal in 0..store.spec.replicas {
         let claim = format!("{DATA_VOLUME}-{}-{ordinal}", store.name_any());
-        match claims.patch(&claim, &PatchParams::default(), &Patch::Merge(&patch)).await {
-            Ok(_) => {
-                let note = format!("expanding {claim} to {size}");
-                ctx.event(store, normal("VolumeExpanding", "Resize", note)).await;
-            }
-            Err(kube::Error::Api(status)) if status.code == 404 => {}
-            Err(e) => return Err(e.into()),
+        let Some(existing) = claims.get_opt(&claim).await? else {
+            continue;
+        };
+        let requested = existing
+            .spec
+            .and_then(|s| s.resources)
+            .and_then(|r| r.requests)
+            .and_then(|r| r.get("storage").map(|q| q.0.clone()));
+        // A size the operator did not write (not `<n>Mi|Gi|Ti`) is patched: the API server
+        // refuses a shrink, which then shows up as a failed reconcile.
+        if requested.as_deref().and_then(|q| parse_binary_bytes(q).ok()).is_some_and(|have| have >= wanted) {
+            continue;
         }
+        // Server-side apply of the one field, under the operator's field manager.
+        apply(&claims, &claim_size(&claim)).await?;
+        let note = format!("expanding {claim} to {size}");
+        ctx.event(store, normal("VolumeExpanding", "Resize", note)).await;
     }
     Ok(())
 }
@@ -258,27 +342,69 @@ mod tests {
         VolumeStatus { size: p.size.clone(), storage_class_name: p.storage_class.clone(), ..VolumeStatus::default() }
     }
 
+    fn template_of(p: &VolumePlan) -> ClaimTemplate {
+        ClaimTemplate { size: p.size.clone(), storage_class: p.storage_class.clone() }
+    }
+
     #[test]
     fn a_first_plan_is_taken_as_is() {
-        let (kept, expand) = settle_volume(plan(10_000), None);
-        assert_eq!(kept.size, "167Gi");
-        assert_eq!(expand, None);
+        let settled = settle_volume(plan(10_000), None, None);
+        assert_eq!((settled.template.size.as_str(), settled.size.as_str()), ("167Gi", "167Gi"));
+        assert_eq!(settled.expand_to, None);
     }
 
     #[test]
     fn a_smaller_plan_keeps_the_volume() {
         let big = plan(10_000);
-        let (kept, expand) = settle_volume(plan(100), Some(&status_of(&big)));
-        assert_eq!(kept.size, "167Gi");
-        assert_eq!(expand, None);
-        assert!(kept.reason.contains("cannot shrink"), "{}", kept.reason);
+        let settled = settle_volume(plan(100), Some(&status_of(&big)), Some(&template_of(&big)));
+        assert_eq!((settled.template.size.as_str(), settled.size.as_str()), ("167Gi", "167Gi"));
+        assert_eq!(settled.expand_to, None);
+        assert!(settled.template.reason.contains("cannot shrink"), "{}", settled.template.reason);
     }
 
     #[test]
     fn a_larger_plan_expands_the_claims_but_not_the_template() {
         let small = plan(100);
-        let (kept, expand) = settle_volume(plan(10_000), Some(&status_of(&small)));
-        assert_eq!(expand.as_deref(), Some("167Gi"));
-        assert_eq!(kept.size, "10Gi", "the claim template is immutable");
+        let settled = settle_volume(plan(10_000), Some(&status_of(&small)), Some(&template_of(&small)));
+        assert_eq!(settled.expand_to.as_deref(), Some("167Gi"));
+        assert_eq!(settled.size, "167Gi");
+        assert_eq!(settled.template.size, "10Gi", "the claim template is immutable");
+    }
+
+    #[test]
+    fn after_an_expansion_the_template_stays_as_created() {
+        // The reconcile after an expansion: the status says 167Gi, the live template 10Gi. The
+        // StatefulSet must be applied with 10Gi again (a real API server rejects a change).
+        let small = plan(100);
+        let big = plan(10_000);
+        let settled = settle_volume(plan(10_000), Some(&status_of(&big)), Some(&template_of(&small)));
+        assert_eq!(settled.template.size, "10Gi");
+        assert_eq!(settled.size, "167Gi");
+        assert_eq!(settled.expand_to, None);
+    }
+
+    #[test]
+    fn the_storage_class_of_a_live_template_wins() {
+        let mut other = plan(100);
+        other.storage_class = "gp3".into();
+        let settled = settle_volume(plan(100), None, Some(&template_of(&other)));
+        assert_eq!(settled.template.storage_class, "gp3");
+        assert!(settled.template.reason.contains("storage class kept at gp3"), "{}", settled.template.reason);
+    }
+
+    #[test]
+    fn without_a_statefulset_the_template_takes_the_claims_size() {
+        let big = plan(10_000);
+        let settled = settle_volume(plan(100), Some(&status_of(&big)), None);
+        assert_eq!((settled.template.size.as_str(), settled.size.as_str()), ("167Gi", "167Gi"));
+    }
+
+    #[test]
+    fn reads_the_claim_template_of_a_statefulset() {
+        let store = crate::testdata::store("demo");
+        let p = plan(100);
+        let sts = crate::builders::statefulset::build(&store, &p);
+        assert_eq!(ClaimTemplate::of(&sts), Some(template_of(&p)));
+        assert_eq!(ClaimTemplate::of(&StatefulSet::default()), None);
     }
 }

@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""Starts the real `cairn` binary with the command line of every StatefulSet the operator renders.
+
+For each StatefulSet in the `cairn-operator render` output (the examples), the container's command
+and arguments are run as they are, except for what only exists in a pod: the RESP and admin ports
+become free loopback ports, `--data-dir` a scratch directory, `--config` a file holding the
+ConfigMap's `cairn.toml`, and a Secret-backed environment variable a dummy value. Then, as the
+kubelet would, the probe paths of the pod spec are requested on the admin port (startup/liveness
+`/healthz`, readiness `/readyz`) until they answer 200, a RESP PING (with AUTH when the pod gets a
+password) must answer PONG, and SIGTERM must stop the server with status 0.
+
+This proves what the unit tests cannot: the pod's command line starts a server that becomes ready
+on the probe paths. Usage: run_store_pods.py --cairn BIN --rendered FILE --workdir DIR
+"""
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import yaml
+
+DEADLINE_S = 60
+DUMMY_PASSWORD = "e2e-secret"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_status(port: int, path: str) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+    except OSError:
+        return 0
+
+
+def resp_ping(port: int, password) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        out = b""
+        if password:
+            out += b"*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n" % (len(password), password.encode())
+        out += b"*1\r\n$4\r\nPING\r\n"
+        s.sendall(out)
+        want = 2 if password else 1
+        data = b""
+        while data.count(b"\r\n") < want:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+        return data
+
+
+def flag_value(args, name):
+    return args[args.index(name) + 1] if name in args else None
+
+
+def replace_flag(args, name, value):
+    if name in args:
+        args[args.index(name) + 1] = value
+
+
+def run_pod(cairn, sts, config_maps, workdir):
+    name = sts["metadata"]["name"]
+    pod = sts["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    args = list(container.get("args", []))
+    config = config_maps.get(f"{name}-config", "")
+
+    resp, admin = free_port(), free_port()
+    data_dir = os.path.join(workdir, name, "data")
+    os.makedirs(data_dir, exist_ok=True)
+    config_file = os.path.join(workdir, name, "cairn.toml")
+    with open(config_file, "w") as f:
+        f.write(config)
+    replace_flag(args, "--port", str(resp))
+    replace_flag(args, "--admin-port", str(admin))
+    replace_flag(args, "--bind", "127.0.0.1")
+    replace_flag(args, "--data-dir", data_dir)
+    replace_flag(args, "--config", config_file)
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")}
+    password = None
+    for var in container.get("env", []):
+        if "value" in var:
+            env[var["name"]] = var["value"]
+        elif var.get("valueFrom", {}).get("secretKeyRef"):
+            env[var["name"]] = DUMMY_PASSWORD
+            if var["name"] == "CAIRN_REQUIREPASS":
+                password = DUMMY_PASSWORD
+
+    command = container.get("command", [])
+    if command[:1] != ["cairn"]:
+        return [f"{name}: the container runs {command}, not cairn"]
+    log_path = os.path.join(workdir, name, "cairn.log")
+    failures = []
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([cairn, *args], env=env, stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL)
+        try:
+            probes = {kind: container[kind]["httpGet"]["path"]
+                      for kind in ("startupProbe", "livenessProbe", "readinessProbe") if kind in container}
+            deadline = time.monotonic() + DEADLINE_S
+            pending = dict(probes)
+            while pending and time.monotonic() < deadline and proc.poll() is None:
+                for kind, path in list(pending.items()):
+                    if http_status(admin, path) == 200:
+                        del pending[kind]
+                time.sleep(0.2)
+            if proc.poll() is not None:
+                failures.append(f"{name}: cairn exited with {proc.returncode} at start")
+            for kind, path in pending.items():
+                failures.append(f"{name}: {kind} {path} never answered 200")
+            if not failures:
+                reply = resp_ping(resp, password)
+                if not reply.endswith(b"+PONG\r\n"):
+                    failures.append(f"{name}: PING answered {reply!r}")
+                if not failures:
+                    print(f"ok   {name}: cairn {' '.join(container['args'])}: probes "
+                          f"{', '.join(sorted(set(probes.values())))} answer 200, PING answers PONG")
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    code = proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    code = proc.wait()
+                if code != 0 and not failures:
+                    failures.append(f"{name}: exit status {code} after SIGTERM")
+    if failures:
+        print(f"--- last lines of {log_path}")
+        with open(log_path) as f:
+            print("".join(f.readlines()[-20:]))
+    return failures
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--cairn", required=True)
+    p.add_argument("--rendered", required=True)
+    p.add_argument("--workdir", required=True)
+    a = p.parse_args()
+    with open(a.rendered) as f:
+        docs = [d for d in yaml.safe_load_all(f) if d]
+    config_maps = {d["metadata"]["name"]: d.get("data", {}).get("cairn.toml", "")
+                   for d in docs if d.get("kind") == "ConfigMap"}
+    statefulsets = [d for d in docs if d.get("kind") == "StatefulSet"]
+    if not statefulsets:
+        print("FAIL no StatefulSet in the rendered objects")
+        sys.exit(1)
+    failures = []
+    for sts in statefulsets:
+        failures += run_pod(a.cairn, sts, config_maps, a.workdir)
+    for failure in failures:
+        print(f"FAIL {failure}")
+    print(f"store pods: {len(statefulsets) - len({f.split(':')[0] for f in failures})} of {len(statefulsets)} "
+          "started and ready")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
