@@ -13,6 +13,8 @@
 //!   they report Redis's `OBJECT ENCODING`.
 //! - [`types`]: the collection types (list, hash, set, sorted set, stream),
 //!   one file each, and the encoding limits.
+//! - [`events`]: keyspace events (notification classes, the enabled set,
+//!   the sink the server installs); tables raise `new` and `expired`.
 //! - [`entry`]: [`Entry`], a value with its absolute expiry and access clock.
 //! - [`clock`]: wall-clock milliseconds and the coarse access clock.
 //! - [`number`]: strict integer and float parsing/formatting with Redis's rules.
@@ -23,6 +25,7 @@
 pub mod clock;
 pub mod durability;
 pub mod entry;
+pub mod events;
 pub mod glob;
 pub mod keyspace;
 pub mod number;

@@ -11,6 +11,7 @@
 
 use std::sync::atomic::Ordering;
 
+use cairn_engine::events as ev;
 use cairn_engine::entry::NO_EXPIRY;
 use cairn_engine::number::parse_i64;
 use cairn_engine::{StrValue, Value};
@@ -278,19 +279,24 @@ pub fn setbit(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let db = ctx.db();
     let mut shard = ctx.server.keyspace.lock_key(args[1]);
     let table = shard.db(db);
-    let old = match lookup_str(table, args[1], ctx.now_ms)? {
+    let (old, changed) = match lookup_str(table, args[1], ctx.now_ms)? {
         Some(entry) => {
             let data = as_str_mut(&mut entry.value)?.make_raw();
+            let grown = data.len() < needed_len;
             grow_zeroed(data, needed_len);
-            write_bit(data, offset, on)
+            let old = write_bit(data, offset, on);
+            (old, grown || old != on)
         }
         None => {
             let mut data = zeroed_string(needed_len);
             write_bit(&mut data, offset, on);
             table.insert(args[1], raw_value(data), NO_EXPIRY, ctx.now_ms);
-            false
+            (false, true)
         }
     };
+    if changed {
+        ctx.notify(ev::STRING, "setbit", args[1]);
+    }
     drop(shard);
     ctx.out.int(i64::from(old));
     Ok(())
@@ -420,8 +426,9 @@ pub fn bitop(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             }
         }
         guard.table(db, dest).insert(dest, raw_value(result), NO_EXPIRY, now);
-    } else {
-        guard.table(db, dest).remove(dest);
+        ctx.notify(ev::STRING, "set", dest);
+    } else if guard.table(db, dest).remove(dest).is_some() {
+        ctx.notify(ev::GENERIC, "del", dest);
     }
     drop(guard);
     ctx.stats.keyspace_hits.add(hits);
@@ -705,6 +712,7 @@ fn bitfield_write(
             replies
         }
     };
+    ctx.notify(ev::STRING, "setbit", key);
     Ok(replies)
 }
 

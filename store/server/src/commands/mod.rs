@@ -59,6 +59,19 @@ impl Ctx<'_> {
     pub fn db(&self) -> usize {
         self.client.db
     }
+
+    /// Raises keyspace event `event` (class `class`, `cairn_engine::events::*`)
+    /// on `key` in the client's database; one relaxed load when notifications are off.
+    #[inline]
+    pub fn notify(&self, class: u32, event: &str, key: &[u8]) {
+        self.server.keyspace.events().emit(class, event, self.client.db, key);
+    }
+
+    /// Like [`Ctx::notify`], in database `db`.
+    #[inline]
+    pub fn notify_db(&self, class: u32, event: &str, db: usize, key: &[u8]) {
+        self.server.keyspace.events().emit(class, event, db, key);
+    }
 }
 
 /// Runs one request. `args` is never empty.
