@@ -236,6 +236,10 @@ pub struct RuntimeConfig {
     pub timeout_secs: AtomicU64,
     pub lfu_policy: AtomicBool,
     pub requirepass: RwLock<Option<String>>,
+    /// `maxmemory` in bytes (0: no limit).
+    pub maxmemory: AtomicU64,
+    /// `maxmemory-policy` as a [`crate::maxmemory::Eviction`] (0 none, 1 allkeys, 2 volatile).
+    eviction: std::sync::atomic::AtomicU8,
     /// `notify-keyspace-events`, shared with the keyspace's tables.
     pub key_events: Arc<KeyEvents>,
 }
@@ -267,12 +271,23 @@ impl RuntimeConfig {
             lfu_policy: AtomicBool::new(false),
             requirepass: RwLock::new(None),
             key_events: Arc::default(),
+            maxmemory: AtomicU64::new(0),
+            eviction: std::sync::atomic::AtomicU8::new(0),
         };
         for (name, value) in &values {
             rc.apply(name, value);
         }
         *rc.values.write() = values;
         rc
+    }
+
+    /// The eviction policy's reach.
+    pub fn eviction(&self) -> crate::maxmemory::Eviction {
+        match self.eviction.load(Ordering::Relaxed) {
+            1 => crate::maxmemory::Eviction::AllKeys,
+            2 => crate::maxmemory::Eviction::Volatile,
+            _ => crate::maxmemory::Eviction::None,
+        }
     }
 
     pub fn get(&self, name: &str) -> Option<String> {
@@ -313,7 +328,16 @@ impl RuntimeConfig {
             "client-query-buffer-limit" => self.client_query_buffer_limit.store(as_usize(), Ordering::Relaxed),
             "maxclients" => self.maxclients.store(as_usize(), Ordering::Relaxed),
             "timeout" => self.timeout_secs.store(as_usize() as u64, Ordering::Relaxed),
-            "maxmemory-policy" => self.lfu_policy.store(value.contains("lfu"), Ordering::Relaxed),
+            "maxmemory-policy" => {
+                self.lfu_policy.store(value.contains("lfu"), Ordering::Relaxed);
+                let eviction = match crate::maxmemory::Eviction::from_policy(value) {
+                    crate::maxmemory::Eviction::None => 0,
+                    crate::maxmemory::Eviction::AllKeys => 1,
+                    crate::maxmemory::Eviction::Volatile => 2,
+                };
+                self.eviction.store(eviction, Ordering::Relaxed);
+            }
+            "maxmemory" => self.maxmemory.store(as_usize() as u64, Ordering::Relaxed),
             "requirepass" => *self.requirepass.write() = Some(value.to_string()).filter(|v| !v.is_empty()),
             "notify-keyspace-events" => self.key_events.set_flags(events::parse_flags(value).unwrap_or(0)),
             _ => {

@@ -15,6 +15,7 @@
 //! - [`blocking`]: clients blocked in BLPOP and friends, and how they are served.
 //! - [`pubsub`]: channel and pattern subscribers, and delivery across workers;
 //!   [`notify`]: keyspace notifications published through it.
+//! - [`maxmemory`]: `-OOM` for `denyoom` commands and eviction above `maxmemory`.
 //! - [`server`]: the state all workers share; [`stats`]: per-worker counters.
 //! - [`watch`]: WATCH bookkeeping (who watches which key).
 //! - [`shutdown`]: the signal that stops every worker.
@@ -38,6 +39,7 @@ pub mod cpus;
 pub mod health;
 pub mod listener;
 pub mod logging;
+pub mod maxmemory;
 pub mod metrics;
 pub mod notify;
 pub mod persistence;

@@ -21,6 +21,7 @@ pub mod meta;
 pub mod pubsub;
 pub mod server_admin;
 pub mod sets;
+pub mod sort;
 pub mod streams;
 pub mod strings;
 pub mod table;
@@ -92,6 +93,13 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
         abort_multi(ctx);
         return;
     }
+    if out_of_memory(ctx, index) {
+        ctx.out.error(crate::maxmemory::OOM);
+        record_error(ctx);
+        counters.rejected.add(1);
+        abort_multi(ctx);
+        return;
+    }
     if let Some(multi) = ctx.client.multi.as_mut() {
         if spec.flags & table::TXN_CONTROL == 0 {
             multi.queued.push(args.iter().map(|a| a.to_vec()).collect());
@@ -119,6 +127,16 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
         counters.failed.add(1);
     }
     apply_reply_mode(ctx, reply_start, spec.name == "client", spec.flags & table::PUSH_REPLY != 0);
+}
+
+/// A `denyoom` command while memory is above `maxmemory` (after eviction);
+/// commands inside EXEC were checked by EXEC. One relaxed load when no limit is set.
+fn out_of_memory(ctx: &Ctx<'_>, index: usize) -> bool {
+    if ctx.server.runtime.maxmemory.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+        return false;
+    }
+    let in_exec = matches!(ctx.client.block, crate::blocking::BlockState::Denied);
+    !in_exec && crate::maxmemory::denyoom(index) && crate::maxmemory::make_room(ctx.server, ctx.now_ms)
 }
 
 /// A command was refused inside MULTI: EXEC will answer EXECABORT.

@@ -4,7 +4,7 @@
 use std::sync::OnceLock;
 
 use super::{
-    bits, client, connection, debug, expire, hashes, info, introspection, keys, lists, pubsub, server_admin, sets,
+    bits, client, connection, debug, expire, hashes, info, introspection, keys, lists, pubsub, server_admin, sets, sort,
     streams, strings, transactions, zsets, Handler,
 };
 
@@ -164,7 +164,7 @@ pub static CORE: &[CommandSpec] = &[
 ];
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 8] {
+fn families() -> [&'static [CommandSpec]; 9] {
     [
         CORE,
         lists::COMMANDS,
@@ -174,6 +174,7 @@ fn families() -> [&'static [CommandSpec]; 8] {
         streams::COMMANDS,
         transactions::COMMANDS,
         pubsub::COMMANDS,
+        sort::COMMANDS,
     ]
 }
 
