@@ -81,7 +81,9 @@ pub fn format_flags(flags: u32) -> String {
         let more = [(EVICTED, 'e'), (STREAM, 't'), (MODULE, 'd'), (NEW, 'n')];
         out.extend(classes.iter().chain(more.iter()).filter(|(f, _)| flags & f != 0).map(|(_, c)| c));
     }
-    out.extend([(KEYSPACE, 'K'), (KEYEVENT, 'E'), (KEY_MISS, 'm')].iter().filter(|(f, _)| flags & f != 0).map(|(_, c)| c));
+    out.extend(
+        [(KEYSPACE, 'K'), (KEYEVENT, 'E'), (KEY_MISS, 'm')].iter().filter(|(f, _)| flags & f != 0).map(|(_, c)| c),
+    );
     out
 }
 

@@ -11,8 +11,8 @@
 
 use std::sync::atomic::Ordering;
 
-use cairn_engine::events as ev;
 use cairn_engine::entry::NO_EXPIRY;
+use cairn_engine::events as ev;
 use cairn_engine::number::parse_i64;
 use cairn_engine::{StrValue, Value};
 

@@ -4,8 +4,8 @@
 use std::sync::OnceLock;
 
 use super::{
-    bits, client, connection, debug, expire, hashes, info, introspection, keys, lists, pubsub, server_admin, sets, sort,
-    streams, strings, transactions, zsets, Handler,
+    bits, client, connection, debug, expire, hashes, info, introspection, keys, lists, pubsub, server_admin, sets,
+    sort, streams, strings, transactions, zsets, Handler,
 };
 
 /// Modifies the keyspace: the write-ahead log records every command with this flag.

@@ -84,9 +84,10 @@ fn watch_failed(ctx: &Ctx<'_>) -> bool {
 /// Whether `maxmemory` is set and a queued command is `denyoom`.
 fn queued_needs_memory(ctx: &Ctx<'_>, state: &crate::client::MultiState) -> bool {
     ctx.server.runtime.maxmemory.load(std::sync::atomic::Ordering::Relaxed) != 0
-        && state.queued.iter().any(|args| {
-            args.first().and_then(|name| super::table::lookup(name)).is_some_and(crate::maxmemory::denyoom)
-        })
+        && state
+            .queued
+            .iter()
+            .any(|args| args.first().and_then(|name| super::table::lookup(name)).is_some_and(crate::maxmemory::denyoom))
 }
 
 pub fn exec(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
@@ -99,7 +100,10 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     }
     if queued_needs_memory(ctx, &state) && crate::maxmemory::make_room(ctx.server, ctx.now_ms) {
         unwatch_all(ctx);
-        return Err(CmdError::Message(format!("EXECABORT Transaction discarded because of: {}", crate::maxmemory::OOM)));
+        return Err(CmdError::Message(format!(
+            "EXECABORT Transaction discarded because of: {}",
+            crate::maxmemory::OOM
+        )));
     }
     let shards = shards_for(ctx, &state);
     let held = ctx.server.keyspace.hold_shards(&shards);
