@@ -296,6 +296,8 @@ pub fn setbit(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     };
     if changed {
         ctx.notify(ev::STRING, "setbit", args[1]);
+    } else {
+        ctx.client.write_was_noop = true;
     }
     drop(shard);
     ctx.out.int(i64::from(old));
@@ -698,21 +700,39 @@ fn bitfield_write(
     let db = ctx.db();
     let mut shard = ctx.server.keyspace.lock_key(key);
     let table = shard.db(db);
-    let run_all = |data: &mut [u8]| ops.iter().map(|op| apply_field_op(data, op)).collect();
+    let mut changed = false;
+    let mut run_all = |data: &mut [u8]| -> Vec<Option<i64>> {
+        ops.iter()
+            .map(|op| {
+                let before = read_field(data, op.ty, op.offset);
+                let reply = apply_field_op(data, op);
+                changed |= read_field(data, op.ty, op.offset) != before;
+                reply
+            })
+            .collect()
+    };
     let replies = match lookup_str(table, key, ctx.now_ms)? {
         Some(entry) => {
             let data = as_str_mut(&mut entry.value)?.make_raw();
+            let grown = data.len() < needed_len;
             grow_zeroed(data, needed_len);
-            run_all(data)
+            let replies = run_all(data);
+            changed |= grown;
+            replies
         }
         None => {
             let mut data = zeroed_string(needed_len);
             let replies = run_all(&mut data);
             table.insert(key, raw_value(data), NO_EXPIRY, ctx.now_ms);
+            changed = true;
             replies
         }
     };
-    ctx.notify(ev::STRING, "setbit", key);
+    if changed {
+        ctx.notify(ev::STRING, "setbit", key);
+    } else {
+        ctx.client.write_was_noop = true;
+    }
     Ok(replies)
 }
 
