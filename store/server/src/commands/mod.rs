@@ -9,6 +9,7 @@ pub mod bits;
 pub mod client;
 pub mod connection;
 pub mod debug;
+pub mod dump;
 pub mod error;
 pub mod expire;
 pub mod hashes;
