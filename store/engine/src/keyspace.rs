@@ -16,10 +16,12 @@ use std::cell::{Cell, UnsafeCell};
 use std::hash::{BuildHasher, Hasher};
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{ReentrantMutex, ReentrantMutexGuard};
 
+use crate::events::KeyEvents;
 use crate::table::Table;
 
 /// Default number of shards: far above the core count, so two workers rarely
@@ -46,6 +48,8 @@ impl Shard {
     /// Exchanges two databases' tables (SWAPDB).
     pub fn swap_dbs(&mut self, a: usize, b: usize) {
         self.dbs.swap(a, b);
+        self.dbs[a].set_db_index(a);
+        self.dbs[b].set_db_index(b);
     }
 }
 
@@ -139,16 +143,22 @@ pub struct Keyspace {
     num_dbs: usize,
     hasher: foldhash::fast::FixedState,
     active_expire: AtomicBool,
+    events: Arc<KeyEvents>,
 }
 
 impl Keyspace {
     /// A keyspace with `num_dbs` databases over `num_shards` shards (rounded
     /// up to a power of two).
     pub fn new(num_dbs: usize, num_shards: usize) -> Self {
+        Keyspace::with_events(num_dbs, num_shards, Arc::default())
+    }
+
+    /// Like [`Keyspace::new`], raising keyspace events through `events`.
+    pub fn with_events(num_dbs: usize, num_shards: usize, events: Arc<KeyEvents>) -> Self {
         let num_shards = num_shards.max(1).next_power_of_two();
         let shards = (0..num_shards)
             .map(|_| {
-                let shard = Shard { dbs: (0..num_dbs).map(|_| Table::default()).collect() };
+                let shard = Shard { dbs: (0..num_dbs).map(|db| Table::with_events(db, events.clone())).collect() };
                 Padded(ReentrantMutex::new(ShardCell {
                     borrowed: Cell::new(false),
                     shard: UnsafeCell::new(shard),
@@ -164,7 +174,13 @@ impl Keyspace {
             num_dbs,
             hasher: foldhash::fast::FixedState::with_seed(0x6361_6972_6e21),
             active_expire: AtomicBool::new(true),
+            events,
         }
+    }
+
+    /// The keyspace events' enabled classes and sink.
+    pub fn events(&self) -> &KeyEvents {
+        &self.events
     }
 
     pub fn num_dbs(&self) -> usize {

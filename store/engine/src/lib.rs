@@ -13,6 +13,8 @@
 //!   they report Redis's `OBJECT ENCODING`.
 //! - [`types`]: the collection types (list, hash, set, sorted set, stream),
 //!   one file each, and the encoding limits.
+//! - [`events`]: keyspace events (notification classes, the enabled set,
+//!   the sink the server installs); tables raise `new` and `expired`.
 //! - [`entry`]: [`Entry`], a value with its absolute expiry and access clock.
 //! - [`key`]: [`Key`], a stored key (short keys inline in the table slot).
 //! - [`clock`]: wall-clock milliseconds and the coarse access clock.
@@ -24,6 +26,7 @@
 pub mod clock;
 pub mod durability;
 pub mod entry;
+pub mod events;
 pub mod glob;
 pub mod key;
 pub mod keyspace;

@@ -1,10 +1,12 @@
 //! One database's keys inside one shard.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use hashbrown::HashMap;
 
 use crate::entry::{Entry, NO_EXPIRY};
+use crate::events::{self, KeyEvents};
 use crate::value::Value;
 use crate::Key;
 
@@ -14,9 +16,36 @@ use crate::Key;
 pub struct Table {
     map: HashMap<Key, Entry>,
     expires: BTreeSet<(u64, Key)>,
+    /// The database this table belongs to (for keyspace events).
+    db: usize,
+    /// Where `new` and `expired` events go (none in standalone tables).
+    events: Option<Arc<KeyEvents>>,
 }
 
 impl Table {
+    /// An empty table of database `db` that raises keyspace events through `events`.
+    pub fn with_events(db: usize, events: Arc<KeyEvents>) -> Table {
+        Table { db, events: Some(events), ..Table::default() }
+    }
+
+    /// The database this table belongs to.
+    pub fn db_index(&self) -> usize {
+        self.db
+    }
+
+    /// Re-labels the table after SWAPDB moved it to database `db`.
+    pub fn set_db_index(&mut self, db: usize) {
+        self.db = db;
+    }
+
+    /// Raises a keyspace event about `key` (see [`KeyEvents::emit`]).
+    #[inline]
+    pub fn emit(&self, class: u32, event: &str, key: &[u8]) {
+        if let Some(ev) = &self.events {
+            ev.emit(class, event, self.db, key);
+        }
+    }
+
     /// Number of keys, including expired keys not yet reclaimed.
     pub fn len(&self) -> usize {
         self.map.len()
@@ -36,6 +65,7 @@ impl Table {
     pub fn get(&mut self, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
         if !self.expires.is_empty() && self.map.get(key).is_some_and(|e| e.is_expired(now_ms)) {
             self.remove(key);
+            self.emit(events::EXPIRED, "expired", key);
             return None;
         }
         self.map.get_mut(key)
@@ -64,6 +94,7 @@ impl Table {
             self.expires.insert((expire_at_ms, Key::from(key)));
         }
         self.map.insert(Key::from(key), entry);
+        self.emit(events::NEW, "new", key);
     }
 
     /// Stores `value` under `key`, keeping the key's expiry if it exists.
@@ -133,6 +164,7 @@ impl Table {
             if let Some((_, key)) = self.expires.pop_first() {
                 self.map.remove(&key);
                 deleted(&key);
+                self.emit(events::EXPIRED, "expired", &key);
                 removed += 1;
             }
         }

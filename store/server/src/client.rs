@@ -174,6 +174,10 @@ pub struct Client {
     pub wait_aof: Option<crate::persistence::WaitAof>,
     /// Pub/sub subscriptions: `Some` exactly while in subscribed mode.
     pub pubsub: Option<Box<crate::pubsub::Subscriptions>>,
+    /// Set by a write handler that changed nothing (SETBIT of the bit already
+    /// there, ...): the write path then logs no record, as Redis leaves
+    /// `dirty` alone. Cleared by the write path after every command.
+    pub write_was_noop: bool,
 }
 
 impl Client {
@@ -193,6 +197,7 @@ impl Client {
             txn_log: None,
             wait_aof: None,
             pubsub: None,
+            write_was_noop: false,
         }
     }
 

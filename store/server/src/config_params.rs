@@ -7,6 +7,9 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
+use std::sync::Arc;
+
+use cairn_engine::events::{self, KeyEvents};
 use parking_lot::RwLock;
 
 use crate::config::Config;
@@ -28,6 +31,9 @@ pub enum Kind {
     /// Reported, but only its current value is accepted: the server does not
     /// implement other settings yet (the message says so).
     Fixed,
+    /// Keyspace notification classes (`notify-keyspace-events`), normalized
+    /// as Redis prints them.
+    KeyspaceEvents,
 }
 
 /// One parameter.
@@ -90,7 +96,10 @@ pub const PARAMS: &[Param] = &[
     p("slowlog-log-slower-than", Kind::Int { min: -1, max: i64::MAX }, "10000", true),
     p("slowlog-max-len", Kind::Int { min: 0, max: i64::MAX }, "128", true),
     p("busy-reply-threshold", Kind::Int { min: 0, max: i64::MAX }, "5000", true),
-    p("notify-keyspace-events", Kind::Fixed, "", true),
+    p("notify-keyspace-events", Kind::KeyspaceEvents, "", true),
+    // Accepted for the test suite and clients; Cairn has no replicas and no RDB child.
+    p("repl-ping-replica-period", Kind::Int { min: 1, max: INT_MAX }, "10", true),
+    p("rdb-key-save-delay", Kind::Int { min: i32::MIN as i64, max: INT_MAX }, "0", true),
     p("tcp-keepalive", Kind::Int { min: 0, max: INT_MAX }, "300", true),
     p("protected-mode", Kind::Bool, "no", true),
     p("hash-max-listpack-entries", Kind::Int { min: 0, max: i64::MAX }, "128", true),
@@ -107,6 +116,7 @@ pub const PARAMS: &[Param] = &[
 /// Aliases Redis accepts for some parameters.
 const ALIASES: &[(&str, &str)] = &[
     ("lua-time-limit", "busy-reply-threshold"),
+    ("repl-ping-slave-period", "repl-ping-replica-period"),
     ("hash-max-ziplist-entries", "hash-max-listpack-entries"),
     ("hash-max-ziplist-value", "hash-max-listpack-value"),
     ("zset-max-ziplist-entries", "zset-max-listpack-entries"),
@@ -152,6 +162,10 @@ pub fn check_value(param: &Param, value: &str, current: &str) -> Result<String, 
             }
         }
         Kind::Str => Ok(value.to_string()),
+        Kind::KeyspaceEvents => match events::parse_flags(value) {
+            Some(flags) => Ok(events::format_flags(flags)),
+            None => Err("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".into()),
+        },
         Kind::Fixed if value == current => Ok(value.to_string()),
         Kind::Fixed => Err(format!("Cairn does not support changing '{}' yet (it is '{current}')", param.name)),
     }
@@ -222,6 +236,12 @@ pub struct RuntimeConfig {
     pub timeout_secs: AtomicU64,
     pub lfu_policy: AtomicBool,
     pub requirepass: RwLock<Option<String>>,
+    /// `maxmemory` in bytes (0: no limit).
+    pub maxmemory: AtomicU64,
+    /// `maxmemory-policy` as a [`crate::maxmemory::Eviction`] (0 none, 1 allkeys, 2 volatile).
+    eviction: std::sync::atomic::AtomicU8,
+    /// `notify-keyspace-events`, shared with the keyspace's tables.
+    pub key_events: Arc<KeyEvents>,
 }
 
 impl RuntimeConfig {
@@ -250,12 +270,24 @@ impl RuntimeConfig {
             timeout_secs: AtomicU64::new(0),
             lfu_policy: AtomicBool::new(false),
             requirepass: RwLock::new(None),
+            key_events: Arc::default(),
+            maxmemory: AtomicU64::new(0),
+            eviction: std::sync::atomic::AtomicU8::new(0),
         };
         for (name, value) in &values {
             rc.apply(name, value);
         }
         *rc.values.write() = values;
         rc
+    }
+
+    /// The eviction policy's reach.
+    pub fn eviction(&self) -> crate::maxmemory::Eviction {
+        match self.eviction.load(Ordering::Relaxed) {
+            1 => crate::maxmemory::Eviction::AllKeys,
+            2 => crate::maxmemory::Eviction::Volatile,
+            _ => crate::maxmemory::Eviction::None,
+        }
     }
 
     pub fn get(&self, name: &str) -> Option<String> {
@@ -296,8 +328,18 @@ impl RuntimeConfig {
             "client-query-buffer-limit" => self.client_query_buffer_limit.store(as_usize(), Ordering::Relaxed),
             "maxclients" => self.maxclients.store(as_usize(), Ordering::Relaxed),
             "timeout" => self.timeout_secs.store(as_usize() as u64, Ordering::Relaxed),
-            "maxmemory-policy" => self.lfu_policy.store(value.contains("lfu"), Ordering::Relaxed),
+            "maxmemory-policy" => {
+                self.lfu_policy.store(value.contains("lfu"), Ordering::Relaxed);
+                let eviction = match crate::maxmemory::Eviction::from_policy(value) {
+                    crate::maxmemory::Eviction::None => 0,
+                    crate::maxmemory::Eviction::AllKeys => 1,
+                    crate::maxmemory::Eviction::Volatile => 2,
+                };
+                self.eviction.store(eviction, Ordering::Relaxed);
+            }
+            "maxmemory" => self.maxmemory.store(as_usize() as u64, Ordering::Relaxed),
             "requirepass" => *self.requirepass.write() = Some(value.to_string()).filter(|v| !v.is_empty()),
+            "notify-keyspace-events" => self.key_events.set_flags(events::parse_flags(value).unwrap_or(0)),
             _ => {
                 if let Some(limit) = cairn_engine::types::encoding::LIMITS.by_name(name) {
                     limit.set(value.parse().unwrap_or(0));

@@ -13,7 +13,9 @@
 //! - [`commands`]: the command table, the dispatcher, one file per family.
 //! - [`client`]: per-connection state and the registry CLIENT LIST reads.
 //! - [`blocking`]: clients blocked in BLPOP and friends, and how they are served.
-//! - [`pubsub`]: channel and pattern subscribers, and delivery across workers.
+//! - [`pubsub`]: channel and pattern subscribers, and delivery across workers;
+//!   [`notify`]: keyspace notifications published through it.
+//! - [`maxmemory`]: `-OOM` for `denyoom` commands and eviction above `maxmemory`.
 //! - [`server`]: the state all workers share; [`stats`]: per-worker counters.
 //! - [`watch`]: WATCH bookkeeping (who watches which key).
 //! - [`shutdown`]: the signal that stops every worker.
@@ -37,7 +39,9 @@ pub mod cpus;
 pub mod health;
 pub mod listener;
 pub mod logging;
+pub mod maxmemory;
 pub mod metrics;
+pub mod notify;
 pub mod persistence;
 pub mod pubsub;
 pub mod server;

@@ -26,7 +26,7 @@ pub struct Server {
     /// Clients blocked in BLPOP and friends.
     pub blocking: Blocking,
     /// Pub/sub channel and pattern subscribers.
-    pub pubsub: crate::pubsub::PubSub,
+    pub pubsub: Arc<crate::pubsub::PubSub>,
     pub workers: Vec<Arc<WorkerStats>>,
     pub shutdown: Shutdown,
     pub started: Instant,
@@ -73,13 +73,17 @@ impl Server {
     ) -> Server {
         let num_commands = crate::commands::table::count();
         let started_ms = cairn_engine::clock::now_ms();
+        let runtime = RuntimeConfig::new(&config);
+        let keyspace = Keyspace::with_events(config.databases, config.shards, runtime.key_events.clone());
+        let pubsub = Arc::new(crate::pubsub::PubSub::default());
+        crate::notify::install(keyspace.events(), pubsub.clone());
         Server {
-            runtime: RuntimeConfig::new(&config),
-            keyspace: Keyspace::new(config.databases, config.shards),
+            runtime,
+            keyspace,
             clients: ClientRegistry::default(),
             watches: WatchRegistry::default(),
             blocking: Blocking::default(),
-            pubsub: crate::pubsub::PubSub::default(),
+            pubsub,
             workers: (0..num_workers).map(|_| Arc::new(WorkerStats::new(num_commands))).collect(),
             shutdown,
             started: Instant::now(),

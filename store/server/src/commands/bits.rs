@@ -12,6 +12,7 @@
 use std::sync::atomic::Ordering;
 
 use cairn_engine::entry::NO_EXPIRY;
+use cairn_engine::events as ev;
 use cairn_engine::number::parse_i64;
 use cairn_engine::{StrValue, Value};
 
@@ -278,19 +279,26 @@ pub fn setbit(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let db = ctx.db();
     let mut shard = ctx.server.keyspace.lock_key(args[1]);
     let table = shard.db(db);
-    let old = match lookup_str(table, args[1], ctx.now_ms)? {
+    let (old, changed) = match lookup_str(table, args[1], ctx.now_ms)? {
         Some(entry) => {
             let data = as_str_mut(&mut entry.value)?.make_raw();
+            let grown = data.len() < needed_len;
             grow_zeroed(data, needed_len);
-            write_bit(data, offset, on)
+            let old = write_bit(data, offset, on);
+            (old, grown || old != on)
         }
         None => {
             let mut data = zeroed_string(needed_len);
             write_bit(&mut data, offset, on);
             table.insert(args[1], raw_value(data), NO_EXPIRY, ctx.now_ms);
-            false
+            (false, true)
         }
     };
+    if changed {
+        ctx.notify(ev::STRING, "setbit", args[1]);
+    } else {
+        ctx.client.write_was_noop = true;
+    }
     drop(shard);
     ctx.out.int(i64::from(old));
     Ok(())
@@ -420,8 +428,9 @@ pub fn bitop(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             }
         }
         guard.table(db, dest).insert(dest, raw_value(result), NO_EXPIRY, now);
-    } else {
-        guard.table(db, dest).remove(dest);
+        ctx.notify(ev::STRING, "set", dest);
+    } else if guard.table(db, dest).remove(dest).is_some() {
+        ctx.notify(ev::GENERIC, "del", dest);
     }
     drop(guard);
     ctx.stats.keyspace_hits.add(hits);
@@ -691,20 +700,39 @@ fn bitfield_write(
     let db = ctx.db();
     let mut shard = ctx.server.keyspace.lock_key(key);
     let table = shard.db(db);
-    let run_all = |data: &mut [u8]| ops.iter().map(|op| apply_field_op(data, op)).collect();
+    let mut changed = false;
+    let mut run_all = |data: &mut [u8]| -> Vec<Option<i64>> {
+        ops.iter()
+            .map(|op| {
+                let before = read_field(data, op.ty, op.offset);
+                let reply = apply_field_op(data, op);
+                changed |= read_field(data, op.ty, op.offset) != before;
+                reply
+            })
+            .collect()
+    };
     let replies = match lookup_str(table, key, ctx.now_ms)? {
         Some(entry) => {
             let data = as_str_mut(&mut entry.value)?.make_raw();
+            let grown = data.len() < needed_len;
             grow_zeroed(data, needed_len);
-            run_all(data)
+            let replies = run_all(data);
+            changed |= grown;
+            replies
         }
         None => {
             let mut data = zeroed_string(needed_len);
             let replies = run_all(&mut data);
             table.insert(key, raw_value(data), NO_EXPIRY, ctx.now_ms);
+            changed = true;
             replies
         }
     };
+    if changed {
+        ctx.notify(ev::STRING, "setbit", key);
+    } else {
+        ctx.client.write_was_noop = true;
+    }
     Ok(replies)
 }
 

@@ -3,6 +3,7 @@
 //! milliseconds in the engine.
 
 use cairn_engine::entry::NO_EXPIRY;
+use cairn_engine::events as ev;
 
 use super::{int_arg, is, text, CmdError, CmdResult, Ctx};
 
@@ -70,8 +71,10 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], relative: bool, unit_ms: i6
     }
     if at <= now as i64 {
         table.remove(args[1]);
+        ctx.notify(ev::GENERIC, "del", args[1]);
     } else {
         table.set_expire(args[1], effective, now);
+        ctx.notify(ev::GENERIC, "expire", args[1]);
     }
     ctx.out.int(1);
     Ok(())
@@ -139,6 +142,7 @@ pub fn persist(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let had_expiry = table.get(args[1], now).is_some_and(|e| e.expire_at().is_some());
     if had_expiry {
         table.set_expire(args[1], NO_EXPIRY, now);
+        ctx.notify(ev::GENERIC, "persist", args[1]);
     }
     ctx.out.int(i64::from(had_expiry));
     Ok(())

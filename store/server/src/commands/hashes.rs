@@ -4,6 +4,7 @@
 //! The value type and its encodings live in `cairn_engine::types::hash`.
 
 use cairn_engine::entry::NO_EXPIRY;
+use cairn_engine::events as ev;
 use cairn_engine::number::{format_f64_human, parse_f64, parse_i64};
 use cairn_engine::types::Hash;
 use cairn_engine::{Table, Value};
@@ -77,6 +78,7 @@ fn hset_generic(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Result<i64, CmdError> {
     let hash = hash_for_write(shard.db(db), args[1], ctx.now_ms)?;
     hash.prepare_for(args[2..].iter().copied());
     let created = args[2..].chunks_exact(2).filter(|pair| hash.set(pair[0], pair[1])).count();
+    ctx.notify(ev::HASH, "hset", args[1]);
     Ok(created as i64)
 }
 
@@ -101,6 +103,7 @@ pub fn hsetnx(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     } else {
         hash.prepare_for([args[2], args[3]]);
         hash.set(args[2], args[3]);
+        ctx.notify(ev::HASH, "hset", args[1]);
         ctx.out.int(1);
     }
     Ok(())
@@ -188,8 +191,12 @@ pub fn hdel(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             }
         }
     }
+    if deleted > 0 {
+        ctx.notify(ev::HASH, "hdel", args[1]);
+    }
     if hash.is_empty() {
         table.remove(args[1]);
+        ctx.notify(ev::GENERIC, "del", args[1]);
     }
     ctx.out.int(deleted);
     Ok(())
@@ -231,6 +238,7 @@ pub fn hincrby(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     };
     let new = current.checked_add(incr).ok_or(CmdError::Overflow)?;
     hash.set(args[2], itoa::Buffer::new().format(new).as_bytes());
+    ctx.notify(ev::HASH, "hincrby", args[1]);
     ctx.out.int(new);
     Ok(())
 }
@@ -253,6 +261,7 @@ pub fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     }
     let text = format_f64_human(new);
     hash.set(args[2], text.as_bytes());
+    ctx.notify(ev::HASH, "hincrbyfloat", args[1]);
     ctx.out.bulk(text.as_bytes());
     Ok(())
 }

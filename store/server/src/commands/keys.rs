@@ -2,6 +2,7 @@
 //! RENAME/RENAMENX, COPY, MOVE, TOUCH.
 
 use cairn_engine::clock::access_clock;
+use cairn_engine::events as ev;
 use cairn_engine::glob;
 use rand::Rng;
 
@@ -17,6 +18,7 @@ pub fn del(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         if table.get(key, ctx.now_ms).is_some() {
             table.remove(key);
             removed += 1;
+            ctx.notify(ev::GENERIC, "del", key);
             // Blocked XREADGROUPs on a deleted stream get an error (Redis's signalDeletedKeyAsReady).
             ctx.server.blocking.signal(db, key);
         }
@@ -196,6 +198,8 @@ fn rename_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], only_if_absent: bool) -> Cm
         table.remove(dst);
         table.insert_entry(dst, entry, now);
         ctx.server.blocking.signal(db, dst);
+        ctx.notify(ev::GENERIC, "rename_from", src);
+        ctx.notify(ev::GENERIC, "rename_to", dst);
     }
     if only_if_absent {
         ctx.out.int(1);
@@ -258,6 +262,7 @@ pub fn copy(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     }
     target.insert_entry(dst, entry, now);
     ctx.server.blocking.signal(dst_db, dst);
+    ctx.notify_db(ev::GENERIC, "copy_to", dst_db, dst);
     ctx.out.int(1);
     Ok(())
 }
@@ -278,6 +283,8 @@ pub fn move_(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if let Some(entry) = shard.db(src_db).remove(key) {
         shard.db(dst_db).insert_entry(key, entry, now);
         ctx.server.blocking.signal(dst_db, key);
+        ctx.notify_db(ev::GENERIC, "move_from", src_db, key);
+        ctx.notify_db(ev::GENERIC, "move_to", dst_db, key);
     }
     ctx.out.int(1);
     Ok(())

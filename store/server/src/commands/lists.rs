@@ -9,6 +9,7 @@
 //! [`Blocking::signal`]: crate::blocking::Blocking::signal
 
 use cairn_engine::entry::NO_EXPIRY;
+use cairn_engine::events as ev;
 use cairn_engine::types::List;
 use cairn_engine::{Table, Value};
 use cairn_protocol::ReplyWriter;
@@ -79,10 +80,22 @@ fn lookup<'t>(table: &'t mut Table, key: &[u8], now_ms: u64) -> Result<Option<&'
     }
 }
 
-/// Deletes `key` if its list is empty (Redis never keeps empty lists).
+/// Deletes `key` if its list is empty (Redis never keeps empty lists),
+/// raising the `del` event.
 fn remove_if_empty(table: &mut Table, key: &[u8], now_ms: u64) {
     if matches!(table.get(key, now_ms).map(|e| &e.value), Some(Value::List(l)) if l.is_empty()) {
         table.remove(key);
+        table.emit(ev::GENERIC, "del", key);
+    }
+}
+
+/// The event name of a push or a pop at `end`.
+fn event_name(end: End, push: bool) -> &'static str {
+    match (end, push) {
+        (End::Left, true) => "lpush",
+        (End::Right, true) => "rpush",
+        (End::Left, false) => "lpop",
+        (End::Right, false) => "rpop",
     }
 }
 
@@ -140,6 +153,9 @@ fn push_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], end: End, only_existing: bool
             len
         }
     };
+    if len > 0 {
+        ctx.notify(ev::LIST, event_name(end, true), key);
+    }
     drop(shard);
     ctx.out.int(len as i64);
     Ok(())
@@ -177,6 +193,7 @@ pub fn linsert(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             None => -1,
             Some(pos) => {
                 list.insert(pos + after as usize, args[4]);
+                ctx.notify(ev::LIST, "linsert", args[1]);
                 list.len() as i64
             }
         },
@@ -333,6 +350,7 @@ pub fn lset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let index = int_arg(args[2])?;
     match resolve_index(index, list.len()) {
         Some(i) if list.set(i, args[3]) => {
+            ctx.notify(ev::LIST, "lset", args[1]);
             drop(shard);
             ctx.out.ok();
             Ok(())
@@ -356,6 +374,7 @@ pub fn ltrim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
                 list.remove_front(s);
             }
         }
+        ctx.notify(ev::LIST, "ltrim", args[1]);
         remove_if_empty(table, args[1], ctx.now_ms);
     }
     drop(shard);
@@ -372,6 +391,9 @@ pub fn lrem(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         None => 0,
         Some(list) => list.remove_matching(args[3], count),
     };
+    if removed > 0 {
+        ctx.notify(ev::LIST, "lrem", args[1]);
+    }
     remove_if_empty(table, args[1], ctx.now_ms);
     drop(shard);
     ctx.out.int(removed as i64);
@@ -398,12 +420,16 @@ fn pop_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], end: End) -> CmdResult {
         }
         return Ok(());
     };
+    let before = list.len();
     match count {
         None => match pop(list, end) {
             Some(v) => ctx.out.bulk(&v),
             None => ctx.out.null_bulk(),
         },
         Some(n) => reply_popped(&mut ctx.out, list, end, n as usize),
+    }
+    if list.len() < before {
+        ctx.notify(ev::LIST, event_name(end, false), args[1]);
     }
     remove_if_empty(table, args[1], ctx.now_ms);
     Ok(())
@@ -487,6 +513,7 @@ fn pop_first(ctx: &mut Ctx<'_>, keys: &[&[u8]], end: End, count: Option<usize>, 
             },
             Some(n) => reply_popped(&mut ctx.out, list, end, n),
         }
+        ctx.notify(ev::LIST, event_name(end, false), key);
         remove_if_empty(table, key, ctx.now_ms);
         // LMPOP/BLMPOP declare no key positions, so dispatch cannot touch WATCHed keys for them.
         server.watches.touch(db, key);
@@ -532,6 +559,8 @@ fn move_element(ctx: &mut Ctx<'_>, keys: [&[u8]; 2], from: End, to: End, when: W
             ctx.server.blocking.signal(db, dst);
         }
     }
+    ctx.notify(ev::LIST, event_name(to, true), dst);
+    ctx.notify(ev::LIST, event_name(from, false), src);
     remove_if_empty(guard.table(db, src), src, now);
     drop(guard);
     ctx.out.bulk(&value);

@@ -9,6 +9,7 @@ pub mod bits;
 pub mod client;
 pub mod connection;
 pub mod debug;
+pub mod dump;
 pub mod error;
 pub mod expire;
 pub mod hashes;
@@ -21,6 +22,7 @@ pub mod meta;
 pub mod pubsub;
 pub mod server_admin;
 pub mod sets;
+pub mod sort;
 pub mod streams;
 pub mod strings;
 pub mod table;
@@ -57,6 +59,19 @@ impl Ctx<'_> {
     pub fn db(&self) -> usize {
         self.client.db
     }
+
+    /// Raises keyspace event `event` (class `class`, `cairn_engine::events::*`)
+    /// on `key` in the client's database; one relaxed load when notifications are off.
+    #[inline]
+    pub fn notify(&self, class: u32, event: &str, key: &[u8]) {
+        self.server.keyspace.events().emit(class, event, self.client.db, key);
+    }
+
+    /// Like [`Ctx::notify`], in database `db`.
+    #[inline]
+    pub fn notify_db(&self, class: u32, event: &str, db: usize, key: &[u8]) {
+        self.server.keyspace.events().emit(class, event, db, key);
+    }
 }
 
 /// Runs one request. `args` is never empty.
@@ -72,6 +87,13 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
     let counters = &ctx.stats.per_command[index];
     if let Err(e) = admit(ctx, spec, args) {
         ctx.out.error(&e.message(spec.name));
+        record_error(ctx);
+        counters.rejected.add(1);
+        abort_multi(ctx);
+        return;
+    }
+    if out_of_memory(ctx, index) {
+        ctx.out.error(crate::maxmemory::OOM);
         record_error(ctx);
         counters.rejected.add(1);
         abort_multi(ctx);
@@ -104,6 +126,16 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
         counters.failed.add(1);
     }
     apply_reply_mode(ctx, reply_start, spec.name == "client", spec.flags & table::PUSH_REPLY != 0);
+}
+
+/// A `denyoom` command while memory is above `maxmemory` (after eviction);
+/// commands inside EXEC were checked by EXEC. One relaxed load when no limit is set.
+fn out_of_memory(ctx: &Ctx<'_>, index: usize) -> bool {
+    if ctx.server.runtime.maxmemory.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+        return false;
+    }
+    let in_exec = matches!(ctx.client.block, crate::blocking::BlockState::Denied);
+    !in_exec && crate::maxmemory::denyoom(index) && crate::maxmemory::make_room(ctx.server, ctx.now_ms)
 }
 
 /// A command was refused inside MULTI: EXEC will answer EXECABORT.

@@ -85,6 +85,10 @@ fn config_set(ctx: &mut Ctx<'_>, pairs: &[&[u8]]) -> CmdResult {
     let changes = texts.iter().map(|(name, value)| (name.as_str(), value.as_str()));
     let updates = config_params::validate_changes(&ctx.server.runtime, changes).map_err(CmdError::err)?;
     ctx.server.runtime.set_all(&updates);
+    if updates.iter().any(|(name, _)| *name == "maxmemory") {
+        // As Redis, a lower limit evicts at once (under an evicting policy).
+        crate::maxmemory::make_room(ctx.server, ctx.now_ms);
+    }
     ctx.out.ok();
     Ok(())
 }
@@ -109,6 +113,19 @@ fn flush_mode(args: &[&[u8]]) -> CmdResult {
 fn touch_existing_watched(ctx: &Ctx<'_>, db: usize) {
     for key in ctx.server.watches.keys_in_db(db) {
         if ctx.server.keyspace.lock_key(&key).db(db).peek(&key, ctx.now_ms).is_some() {
+            ctx.server.watches.touch(db, &key);
+        }
+    }
+}
+
+/// SWAPDB: a watched key of `db` changes if it exists there now or will
+/// after the swap (it exists in `other`); expired keys count as missing.
+fn touch_swapped_watched(ctx: &Ctx<'_>, db: usize, other: usize) {
+    for key in ctx.server.watches.keys_in_db(db) {
+        let mut shard = ctx.server.keyspace.lock_key(&key);
+        let changes = shard.db(db).peek(&key, ctx.now_ms).is_some() || shard.db(other).peek(&key, ctx.now_ms).is_some();
+        drop(shard);
+        if changes {
             ctx.server.watches.touch(db, &key);
         }
     }
@@ -146,8 +163,8 @@ pub fn swapdb(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         return Err(CmdError::DbIndexOutOfRange);
     }
     if a != b {
-        touch_existing_watched(ctx, a as usize);
-        touch_existing_watched(ctx, b as usize);
+        touch_swapped_watched(ctx, a as usize, b as usize);
+        touch_swapped_watched(ctx, b as usize, a as usize);
         let mut all = ctx.server.keyspace.lock_all();
         all.for_each_shard(|shard| shard.swap_dbs(a as usize, b as usize));
         ctx.server.blocking.signal_db(a as usize);

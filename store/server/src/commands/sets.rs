@@ -7,6 +7,7 @@
 mod algebra;
 
 use cairn_engine::entry::NO_EXPIRY;
+use cairn_engine::events as ev;
 use cairn_engine::types::set::Member;
 use cairn_engine::types::Set;
 use cairn_engine::{Table, Value};
@@ -91,6 +92,9 @@ pub fn sadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     }
     let set = lookup_set(table, args[1], ctx.now_ms)?.ok_or(CmdError::Static("ERR internal error: set vanished"))?;
     let added = args[2..].iter().filter(|m| set.add(m)).count();
+    if added > 0 {
+        ctx.notify(ev::SET, "sadd", args[1]);
+    }
     ctx.out.int(added as i64);
     Ok(())
 }
@@ -112,8 +116,12 @@ pub fn srem(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             }
         }
     }
+    if removed > 0 {
+        ctx.notify(ev::SET, "srem", args[1]);
+    }
     if set.is_empty() {
         table.remove(args[1]);
+        ctx.notify(ev::GENERIC, "del", args[1]);
     }
     ctx.out.int(removed);
     Ok(())
@@ -178,11 +186,15 @@ fn spop_one(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult {
         return Ok(());
     };
     match set.pop_random(&mut rand::thread_rng()) {
-        Some(member) => ctx.out.bulk(&member),
+        Some(member) => {
+            ctx.out.bulk(&member);
+            ctx.notify(ev::SET, "spop", key);
+        }
         None => ctx.out.null_bulk(),
     }
     if set.is_empty() {
         table.remove(key);
+        ctx.notify(ev::GENERIC, "del", key);
     }
     Ok(())
 }
@@ -195,11 +207,18 @@ fn spop_count(ctx: &mut Ctx<'_>, key: &[u8], count: usize) -> CmdResult {
         ctx.out.set(0);
         return Ok(());
     };
+    if count == 0 {
+        ctx.out.set(0);
+        return Ok(());
+    }
     if count >= set.len() {
         reply_set(&mut ctx.out, Some(set));
         table.remove(key);
+        ctx.notify(ev::SET, "spop", key);
+        ctx.notify(ev::GENERIC, "del", key);
         return Ok(());
     }
+    ctx.notify(ev::SET, "spop", key);
     ctx.out.set(count);
     let mut rng = rand::thread_rng();
     for _ in 0..count {
@@ -273,15 +292,17 @@ pub fn smove(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         ctx.out.int(0);
         return Ok(());
     }
+    ctx.notify(ev::SET, "srem", src);
     if src_set.is_empty() {
         src_table.remove(src);
+        ctx.notify(ev::GENERIC, "del", src);
     }
     let dst_table = guard.table(db, dst);
     if !dst_exists {
         dst_table.insert(dst, Value::Set(Box::new(Set::for_first(member))), NO_EXPIRY, now);
     }
-    if let Some(dst_set) = lookup_set(dst_table, dst, now)? {
-        dst_set.add(member);
+    if lookup_set(dst_table, dst, now)?.is_some_and(|dst_set| dst_set.add(member)) {
+        ctx.notify(ev::SET, "sadd", dst);
     }
     ctx.out.int(1);
     Ok(())

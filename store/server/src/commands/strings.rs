@@ -5,6 +5,8 @@ use cairn_engine::entry::NO_EXPIRY;
 use cairn_engine::number::{format_f64_human, parse_f64};
 use cairn_engine::{Entry, StrValue, Table, Value};
 
+use cairn_engine::events as ev;
+
 use super::{int_arg, is, CmdError, CmdResult, Ctx};
 
 /// The string inside a value, or WRONGTYPE.
@@ -143,6 +145,10 @@ pub fn set(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let blocked = (options.nx && exists) || (options.xx && !exists);
     if !blocked {
         store_string(table, args[1], args[2], expiry, ctx.now_ms);
+        ctx.notify(ev::STRING, "set", args[1]);
+        if options.expire_at.is_some() {
+            ctx.notify(ev::GENERIC, "expire", args[1]);
+        }
         if exists {
             // A stream overwritten by SET unblocks its XREADGROUP clients with an error.
             ctx.server.blocking.signal(db, args[1]);
@@ -177,6 +183,7 @@ pub fn setnx(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         ctx.out.int(0);
     } else {
         store_string(table, args[1], args[2], ExpirySpec::None, ctx.now_ms);
+        ctx.notify(ev::STRING, "set", args[1]);
         ctx.out.int(1);
     }
     Ok(())
@@ -187,6 +194,8 @@ fn set_with_expire(ctx: &mut Ctx<'_>, args: &[&[u8]], unit: &str) -> CmdResult {
     let db = ctx.db();
     let mut shard = ctx.server.keyspace.lock_key(args[1]);
     store_string(shard.db(db), args[1], args[3], ExpirySpec::At(at), ctx.now_ms);
+    ctx.notify(ev::STRING, "set", args[1]);
+    ctx.notify(ev::GENERIC, "expire", args[1]);
     ctx.out.ok();
     Ok(())
 }
@@ -205,6 +214,7 @@ pub fn getset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let table = shard.db(db);
     let old = lookup_str(table, args[1], ctx.now_ms)?.map(|e| as_str(&e.value).map(StrValue::to_vec)).transpose()?;
     store_string(table, args[1], args[2], ExpirySpec::None, ctx.now_ms);
+    ctx.notify(ev::STRING, "set", args[1]);
     match old {
         Some(v) => ctx.out.bulk(&v),
         None => ctx.out.null_bulk(),
@@ -222,6 +232,7 @@ pub fn getdel(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     }
     if let Some(entry) = table.remove(args[1]) {
         as_str(&entry.value)?.with_bytes(|b| ctx.out.bulk(b));
+        ctx.notify(ev::GENERIC, "del", args[1]);
     }
     Ok(())
 }
@@ -255,14 +266,18 @@ pub fn getex(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         return Ok(());
     };
     let value = as_str(&entry.value)?.to_vec();
+    let had_expiry = entry.expire_at().is_some();
     if let Some(at) = new_expiry {
         if at <= ctx.now_ms {
             table.remove(args[1]);
+            ctx.notify(ev::GENERIC, "del", args[1]);
         } else {
             table.set_expire(args[1], at, ctx.now_ms);
+            ctx.notify(ev::GENERIC, "expire", args[1]);
         }
-    } else if persist {
+    } else if persist && had_expiry {
         table.set_expire(args[1], NO_EXPIRY, ctx.now_ms);
+        ctx.notify(ev::GENERIC, "persist", args[1]);
     }
     ctx.out.bulk(&value);
     Ok(())
@@ -298,6 +313,7 @@ fn mset_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], only_if_none_exist: bool) -> 
     }
     for pair in pairs.chunks_exact(2) {
         store_string(guard.table(db, pair[0]), pair[0], pair[1], ExpirySpec::None, now);
+        ctx.notify(ev::STRING, "set", pair[0]);
     }
     Ok(true)
 }
@@ -334,6 +350,7 @@ pub fn append(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             args[2].len()
         }
     };
+    ctx.notify(ev::STRING, "append", args[1]);
     ctx.out.int(len as i64);
     Ok(())
 }
@@ -367,6 +384,7 @@ fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) -> CmdResult {
             delta
         }
     };
+    ctx.notify(ev::STRING, "incrby", key);
     ctx.out.int(value);
     Ok(())
 }
@@ -410,6 +428,7 @@ pub fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         Some(entry) => entry.value = Value::Str(StrValue::Bytes { data: text.as_bytes().to_vec(), raw: false }),
         None => table.insert(args[1], Value::from_bytes(text.as_bytes()), NO_EXPIRY, ctx.now_ms),
     }
+    ctx.notify(ev::STRING, "incrbyfloat", args[1]);
     ctx.out.bulk(text.as_bytes());
     Ok(())
 }
@@ -483,6 +502,9 @@ pub fn setrange(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             len
         }
     };
+    if !patch.is_empty() {
+        ctx.notify(ev::STRING, "setrange", args[1]);
+    }
     ctx.out.int(len as i64);
     Ok(())
 }

@@ -4,8 +4,8 @@
 use std::sync::OnceLock;
 
 use super::{
-    bits, client, connection, debug, expire, hashes, info, introspection, keys, lists, pubsub, server_admin, sets,
-    streams, strings, transactions, zsets, Handler,
+    bits, client, connection, debug, dump, expire, hashes, info, introspection, keys, lists, pubsub, server_admin,
+    sets, sort, streams, strings, transactions, zsets, Handler,
 };
 
 /// Modifies the keyspace: the write-ahead log records every command with this flag.
@@ -122,6 +122,8 @@ pub static CORE: &[CommandSpec] = &[
     c("copy", -3, W, K12, keys::copy),
     c("move", 3, W | F, K1, keys::move_),
     c("touch", -2, R | F, KALL, keys::touch),
+    c("dump", 2, R, K1, dump::dump),
+    c("restore", -4, W, K1, dump::restore),
     c("expire", -3, W | F, K1, expire::expire),
     c("pexpire", -3, W | F, K1, expire::pexpire),
     c("expireat", -3, W | F, K1, expire::expireat),
@@ -164,7 +166,7 @@ pub static CORE: &[CommandSpec] = &[
 ];
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 8] {
+fn families() -> [&'static [CommandSpec]; 9] {
     [
         CORE,
         lists::COMMANDS,
@@ -174,6 +176,7 @@ fn families() -> [&'static [CommandSpec]; 8] {
         streams::COMMANDS,
         transactions::COMMANDS,
         pubsub::COMMANDS,
+        sort::COMMANDS,
     ]
 }
 

@@ -81,6 +81,15 @@ fn watch_failed(ctx: &Ctx<'_>) -> bool {
         .any(|w| w.live_at_watch && ctx.server.keyspace.lock_key(&w.key).db(w.db).peek(&w.key, ctx.now_ms).is_none())
 }
 
+/// Whether `maxmemory` is set and a queued command is `denyoom`.
+fn queued_needs_memory(ctx: &Ctx<'_>, state: &crate::client::MultiState) -> bool {
+    ctx.server.runtime.maxmemory.load(std::sync::atomic::Ordering::Relaxed) != 0
+        && state
+            .queued
+            .iter()
+            .any(|args| args.first().and_then(|name| super::table::lookup(name)).is_some_and(crate::maxmemory::denyoom))
+}
+
 pub fn exec(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     let Some(state) = ctx.client.multi.take() else {
         return Err(CmdError::Static("ERR EXEC without MULTI"));
@@ -88,6 +97,13 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     if state.aborted {
         unwatch_all(ctx);
         return Err(CmdError::Static("EXECABORT Transaction discarded because of previous errors."));
+    }
+    if queued_needs_memory(ctx, &state) && crate::maxmemory::make_room(ctx.server, ctx.now_ms) {
+        unwatch_all(ctx);
+        return Err(CmdError::Message(format!(
+            "EXECABORT Transaction discarded because of: {}",
+            crate::maxmemory::OOM
+        )));
     }
     let shards = shards_for(ctx, &state);
     let held = ctx.server.keyspace.hold_shards(&shards);

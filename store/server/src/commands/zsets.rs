@@ -24,6 +24,7 @@ mod set_source;
 mod setops;
 mod write;
 
+use cairn_engine::events as ev;
 use cairn_engine::types::ZSet;
 use cairn_engine::{Table, Value};
 use cairn_protocol::ReplyWriter;
@@ -83,12 +84,16 @@ fn zset_mut<'t>(table: &'t mut Table, key: &[u8], now_ms: u64) -> Result<Option<
 
 /// Stores a computed result under `dst` (replacing any value and expiry), or
 /// deletes `dst` when the result is empty; returns the result's size.
-fn store_result(table: &mut Table, dst: &[u8], result: ZSet, now_ms: u64) -> usize {
+/// `event` names the command for keyspace notifications.
+fn store_result(table: &mut Table, dst: &[u8], result: ZSet, now_ms: u64, event: &str) -> usize {
     let len = result.len();
     if len == 0 {
-        table.remove(dst);
+        if table.remove(dst).is_some() {
+            table.emit(ev::GENERIC, "del", dst);
+        }
     } else {
         table.insert(dst, Value::ZSet(Box::new(result)), cairn_engine::entry::NO_EXPIRY, now_ms);
+        table.emit(ev::ZSET, event, dst);
     }
     len
 }
@@ -98,6 +103,7 @@ fn drop_if_empty(table: &mut Table, key: &[u8], now_ms: u64) {
     if let Ok(Some(z)) = zset_mut(table, key, now_ms) {
         if z.is_empty() {
             table.remove(key);
+            table.emit(ev::GENERIC, "del", key);
         }
     }
 }

@@ -70,6 +70,8 @@ pub fn of<'a>(name: &str, args: &[&'a [u8]], reply: &[u8], now_ms: u64) -> Effec
         }
         "set" if args.len() > 3 => set_form(args, now_ms),
         "getex" => getex_form(args, reply, now_ms),
+        // SORT writes only with STORE.
+        "sort" if !args.iter().skip(2).any(|a| is(a, "store")) => Effect::Nothing,
         _ => Effect::AsSent,
     }
 }

@@ -8,6 +8,7 @@
 //! stored result has the encoding Redis would give it.
 
 use cairn_engine::entry::NO_EXPIRY;
+use cairn_engine::events as ev;
 use cairn_engine::keyspace::MultiGuard;
 use cairn_engine::types::set::Member;
 use cairn_engine::types::Set;
@@ -114,13 +115,17 @@ fn reply_members(ctx: &mut Ctx<'_>, members: &[Member<'_>]) {
 
 /// Stores `result` at `dst` (deleting `dst` when it is empty) and replies
 /// with its size.
-fn store(ctx: &mut Ctx<'_>, guard: &mut MultiGuard<'_>, dst: &[u8], result: Set) {
+/// `event` names the command for keyspace notifications.
+fn store(ctx: &mut Ctx<'_>, guard: &mut MultiGuard<'_>, dst: &[u8], result: Set, event: &str) {
     let table = guard.table(ctx.db(), dst);
     let len = result.len();
     if len == 0 {
-        table.remove(dst);
+        if table.remove(dst).is_some() {
+            ctx.notify(ev::GENERIC, "del", dst);
+        }
     } else {
         table.insert(dst, Value::Set(Box::new(result)), NO_EXPIRY, ctx.now_ms);
+        ctx.notify(ev::SET, event, dst);
     }
     ctx.out.int(len as i64);
 }
@@ -145,7 +150,7 @@ pub fn sinterstore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     intersect(&sets, 0, |m| {
         result.add_member(m);
     });
-    store(ctx, &mut guard, dst, result);
+    store(ctx, &mut guard, dst, result, "sinterstore");
     Ok(())
 }
 
@@ -198,13 +203,13 @@ fn combine(ctx: &mut Ctx<'_>, keys: &[&[u8]], op: fn(&[Option<&Set>]) -> Set) ->
 }
 
 /// SUNIONSTORE / SDIFFSTORE.
-fn combine_store(ctx: &mut Ctx<'_>, args: &[&[u8]], op: fn(&[Option<&Set>]) -> Set) -> CmdResult {
+fn combine_store(ctx: &mut Ctx<'_>, args: &[&[u8]], op: fn(&[Option<&Set>]) -> Set, event: &str) -> CmdResult {
     let (dst, keys) = (args[1], &args[2..]);
     let (db, now) = (ctx.db(), ctx.now_ms);
     let mut guard = ctx.server.keyspace.lock_keys(args[1..].iter().copied());
     let sets = load(&mut guard, db, keys, now)?;
     let result = op(&sets);
-    store(ctx, &mut guard, dst, result);
+    store(ctx, &mut guard, dst, result, event);
     Ok(())
 }
 
@@ -213,7 +218,7 @@ pub fn sunion(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 pub fn sunionstore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    combine_store(ctx, args, union)
+    combine_store(ctx, args, union, "sunionstore")
 }
 
 pub fn sdiff(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
@@ -221,7 +226,7 @@ pub fn sdiff(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 pub fn sdiffstore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    combine_store(ctx, args, difference)
+    combine_store(ctx, args, difference, "sdiffstore")
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! Writing entries: XADD, XDEL, XTRIM, XSETID, and XLEN.
 
+use cairn_engine::events as ev;
 use cairn_engine::types::stream::{AppendError, NewId, SeqSpec, SetIdError, StreamId};
 
 use super::super::{is, CmdError, CmdResult, Ctx};
@@ -44,8 +45,11 @@ pub fn xadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         }
     })?;
     write_id(&mut ctx.out, id);
+    ctx.notify(ev::STREAM, "xadd", args[1]);
     if let Some(spec) = parsed.trim {
-        stream.trim(&spec);
+        if stream.trim(&spec) > 0 {
+            ctx.notify(ev::STREAM, "xtrim", args[1]);
+        }
     }
     ctx.server.blocking.signal(db, args[1]);
     Ok(())
@@ -70,6 +74,9 @@ pub fn xdel(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     };
     let ids = args[2..].iter().map(|a| strict_id(a)).collect::<Result<Vec<_>, _>>()?;
     let deleted = stream.delete_entries(&ids);
+    if deleted > 0 {
+        ctx.notify(ev::STREAM, "xdel", args[1]);
+    }
     ctx.out.int(deleted as i64);
     Ok(())
 }
@@ -83,6 +90,9 @@ pub fn xtrim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         (Some(stream), Some(spec)) => stream.trim(&spec),
         _ => 0,
     };
+    if deleted > 0 {
+        ctx.notify(ev::STREAM, "xtrim", args[1]);
+    }
     ctx.out.int(deleted as i64);
     Ok(())
 }

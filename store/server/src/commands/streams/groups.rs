@@ -1,5 +1,6 @@
 //! XGROUP: CREATE, SETID, DESTROY, CREATECONSUMER, DELCONSUMER, HELP.
 
+use cairn_engine::events as ev;
 use cairn_engine::types::stream::{StreamId, ENTRIES_READ_INVALID};
 use cairn_engine::types::Stream;
 
@@ -68,6 +69,7 @@ pub fn xgroup(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         if !stream.create_group(group, id, options.entries_read) {
             return Err(CmdError::Static("BUSYGROUP Consumer Group name already exists"));
         }
+        ctx.notify(ev::STREAM, "xgroup-create", key);
         ctx.out.ok();
         return Ok(());
     }
@@ -77,6 +79,7 @@ pub fn xgroup(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         if destroyed {
             // Blocked XREADGROUPs on this group get -NOGROUP.
             ctx.server.blocking.signal(db, key);
+            ctx.notify(ev::STREAM, "xgroup-destroy", key);
         }
         ctx.out.int(i64::from(destroyed));
         return Ok(());
@@ -96,10 +99,23 @@ pub fn xgroup(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             }
             g.last_id = if args[4] == b"$" { last_id } else { lenient_id(args[4], 0)? };
             g.entries_read = options.entries_read;
+            ctx.notify(ev::STREAM, "xgroup-setid", key);
             ctx.out.ok();
         }
-        "createconsumer" => ctx.out.int(i64::from(g.create_consumer(args[4], now))),
-        _ => ctx.out.int(g.delete_consumer(args[4]).unwrap_or(0) as i64),
+        "createconsumer" => {
+            let created = g.create_consumer(args[4], now);
+            if created {
+                ctx.notify(ev::STREAM, "xgroup-createconsumer", key);
+            }
+            ctx.out.int(i64::from(created));
+        }
+        _ => {
+            let deleted = g.delete_consumer(args[4]);
+            if deleted.is_some() {
+                ctx.notify(ev::STREAM, "xgroup-delconsumer", key);
+            }
+            ctx.out.int(deleted.unwrap_or(0) as i64);
+        }
     }
     Ok(())
 }

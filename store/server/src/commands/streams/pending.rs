@@ -1,5 +1,6 @@
 //! Pending entries: XACK, XPENDING, XCLAIM, XAUTOCLAIM.
 
+use cairn_engine::events as ev;
 use cairn_engine::types::stream::{ClaimOptions, ConsumerGroup, Nack, StreamId};
 use cairn_engine::types::Stream;
 use cairn_protocol::ReplyWriter;
@@ -132,9 +133,18 @@ pub fn xclaim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let min_idle = int_or(args[4], "ERR Invalid min-idle-time argument for XCLAIM")?.max(0);
     let ids: Vec<StreamId> = args[5..].iter().map_while(|a| strict_id(a).ok()).collect();
     let (opts, justid) = parse_claim_options(&args[5 + ids.len()..], min_idle, now)?;
+    let had_consumer = has_consumer(stream, args[2], args[3]);
     let claimed = stream.claim(args[2], args[3], &ids, &opts, now);
+    if !had_consumer && has_consumer(stream, args[2], args[3]) {
+        ctx.notify(ev::STREAM, "xgroup-createconsumer", args[1]);
+    }
     write_claimed(&mut ctx.out, stream, &claimed, justid);
     Ok(())
+}
+
+/// Whether `consumer` exists in `group`.
+fn has_consumer(stream: &Stream, group: &[u8], consumer: &[u8]) -> bool {
+    stream.group(group).is_some_and(|g| g.consumer(consumer).is_some())
 }
 
 fn parse_claim_options(opts: &[&[u8]], min_idle: i64, now: i64) -> Result<(ClaimOptions, bool), CmdError> {
@@ -220,7 +230,11 @@ pub fn xautoclaim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         Some(s) if s.group(args[2]).is_some() => s,
         _ => return Err(no_key_or_group(args[1], args[2], "")),
     };
+    let had_consumer = has_consumer(stream, args[2], args[3]);
     let outcome = stream.autoclaim(args[2], args[3], min_idle, start, count as u64, justid, now);
+    if !had_consumer && has_consumer(stream, args[2], args[3]) {
+        ctx.notify(ev::STREAM, "xgroup-createconsumer", args[1]);
+    }
     ctx.out.array(3);
     write_id(&mut ctx.out, outcome.next);
     write_claimed(&mut ctx.out, stream, &outcome.claimed, justid);

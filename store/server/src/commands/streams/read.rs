@@ -14,6 +14,7 @@
 //! last ID passed the one waited for, or, for XREADGROUP, with an error when
 //! the key or the group is gone.
 
+use cairn_engine::events as ev;
 use cairn_engine::types::stream::StreamId;
 use cairn_engine::types::Stream;
 use cairn_protocol::ReplyWriter;
@@ -149,7 +150,11 @@ fn read(ctx: &mut Ctx<'_>, args: &[&[u8]], xreadgroup: bool) -> CmdResult {
     let now = now_ms(ctx);
     for (key, &gt) in keys.iter().zip(&ids) {
         if let Some(stream) = lookup(guard.table(db, key), key, ctx.now_ms)? {
+            let had_consumer = has_consumer(stream, &opts);
             served += usize::from(serve(&mut w, key, stream, gt, &opts, now));
+            if had_consumer == Some(false) && has_consumer(stream, &opts) == Some(true) {
+                ctx.notify(ev::STREAM, "xgroup-createconsumer", key);
+            }
         }
     }
     if served > 0 {
@@ -244,6 +249,12 @@ fn serve_blocked(ctx: &mut Ctx<'_>, args: &[&[u8]], opts: &ReadArgs<'_>) -> CmdR
     }
     server.blocking.block(ctx.client, args, keys, 0);
     Ok(())
+}
+
+/// Whether XREADGROUP's consumer exists in its group (`None`: no group, or XREAD).
+fn has_consumer(stream: &Stream, opts: &ReadArgs<'_>) -> Option<bool> {
+    let (group, consumer) = opts.group?;
+    stream.group(group).map(|g| g.consumer(consumer).is_some())
 }
 
 /// Answers for one stream if it has something to serve; returns whether it did.

@@ -7,6 +7,7 @@
 //! - ZMPOP: `[key, [[member, score], ...]]`, or a null array when every key
 //!   is empty.
 
+use cairn_engine::events as ev;
 use cairn_engine::keyspace::MultiGuard;
 
 use crate::blocking::deadline;
@@ -178,8 +179,13 @@ fn pop_from_first<'k>(
         let wanted = count.unwrap_or(1).max(0) as u64;
         let take = wanted.min(z.len() as u64) as usize;
         let members: Vec<(Box<[u8]>, f64)> = (0..take).map_while(|_| z.pop(max)).collect();
-        if z.is_empty() {
+        let emptied = z.is_empty();
+        if !members.is_empty() {
+            table.emit(ev::ZSET, if max { "zpopmax" } else { "zpopmin" }, key);
+        }
+        if emptied {
             table.remove(key);
+            table.emit(ev::GENERIC, "del", key);
         }
         return Ok(Some((key, members)));
     }

@@ -192,7 +192,7 @@ pub fn zrangestore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         }
         None => ZSet::new(),
     };
-    let stored = store_result(guard.table(db, dst), dst, result, now);
+    let stored = store_result(guard.table(db, dst), dst, result, now, "zrangestore");
     if stored > 0 {
         ctx.server.blocking.signal(db, dst);
     }

@@ -183,7 +183,7 @@ fn generic(ctx: &mut Ctx<'_>, args: &[&[u8]], cmd: Command<'_>) -> CmdResult {
         Op::Diff => diff(&sources, &mut pass)?,
     };
     if let Some(dst) = cmd.dst {
-        let stored = store_result(guard.table(db, dst), dst, ZSet::from_entries(result), now);
+        let stored = store_result(guard.table(db, dst), dst, ZSet::from_entries(result), now, cmd.name);
         if stored > 0 {
             ctx.server.blocking.signal(db, dst);
         }

@@ -2,6 +2,7 @@
 
 use std::ops::Range;
 
+use cairn_engine::events as ev;
 use cairn_engine::types::zset::{parse_score, AddFlags, AddOutcome, LexRange, ScoreRange};
 use cairn_engine::types::ZSet;
 use cairn_engine::Value;
@@ -118,6 +119,9 @@ fn zadd_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], base: AddFlags) -> CmdResult 
             }
         }
     }
+    if tally.added + tally.updated > 0 {
+        ctx.notify(ev::ZSET, if flags.incr { "zincr" } else { "zadd" }, key);
+    }
     drop(shard);
     if flags.incr {
         if tally.processed > 0 {
@@ -142,6 +146,9 @@ pub fn zrem(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             if z.is_empty() {
                 break;
             }
+        }
+        if deleted > 0 {
+            ctx.notify(ev::ZSET, "zrem", key);
         }
         drop_if_empty(table, key, now);
     }
@@ -195,6 +202,14 @@ fn remove_range(ctx: &mut Ctx<'_>, key: &[u8], range: RemoveRange) -> CmdResult 
             RemoveRange::Lex(r) => Some(z.lex_span(r)),
         };
         removed = ranks.map_or(0, |ranks| z.remove_ranks(ranks));
+        if removed > 0 {
+            let event = match range {
+                RemoveRange::Rank(..) => "zremrangebyrank",
+                RemoveRange::Score(_) => "zremrangebyscore",
+                RemoveRange::Lex(_) => "zremrangebylex",
+            };
+            ctx.notify(ev::ZSET, event, key);
+        }
         drop_if_empty(table, key, now);
     }
     drop(shard);

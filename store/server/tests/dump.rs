@@ -1,0 +1,68 @@
+//! DUMP and RESTORE against the real server: every type round-trips, with
+//! TTL, REPLACE and Redis's errors.
+
+mod common;
+
+use common::*;
+use redis_protocol::resp3::types::OwnedFrame;
+
+fn payload(c: &mut Client, key: &str) -> Vec<u8> {
+    match c.cmd(&["DUMP", key]) {
+        OwnedFrame::BlobString { data, .. } => data.to_vec(),
+        other => panic!("DUMP reply {other:?}"),
+    }
+}
+
+fn restore(c: &mut Client, key: &str, ttl: &str, payload: &[u8], extra: &[&str]) -> OwnedFrame {
+    let mut args: Vec<&[u8]> = vec![b"RESTORE", key.as_bytes(), ttl.as_bytes(), payload];
+    args.extend(extra.iter().map(|a| a.as_bytes()));
+    c.send_raw(&Client::encode(&args));
+    c.read()
+}
+
+#[test]
+fn every_type_round_trips() {
+    let server = TestServer::start();
+    let mut c = server.client();
+    c.cmd(&["SET", "s", "text"]);
+    c.cmd(&["RPUSH", "l", "a", "b", "c"]);
+    c.cmd(&["HSET", "h", "f", "1", "g", "2"]);
+    c.cmd(&["SADD", "st", "x", "y"]);
+    c.cmd(&["ZADD", "z", "1.5", "m", "2", "n"]);
+    c.cmd(&["XADD", "x", "1-1", "k", "v"]);
+    for (key, read) in [
+        ("s", vec!["GET"]),
+        ("l", vec!["LRANGE", "0", "-1"]),
+        ("h", vec!["HGETALL"]),
+        ("st", vec!["SMEMBERS"]),
+        ("z", vec!["ZRANGE", "0", "-1", "WITHSCORES"]),
+        ("x", vec!["XRANGE", "-", "+"]),
+    ] {
+        let dump = payload(&mut c, key);
+        let copy = format!("{key}-copy");
+        assert_eq!(restore(&mut c, &copy, "0", &dump, &[]), simple("OK"), "{key}");
+        let mut original = vec![read[0], key];
+        original.extend(&read[1..]);
+        let mut restored = vec![read[0], copy.as_str()];
+        restored.extend(&read[1..]);
+        assert_eq!(c.cmd(&original), c.cmd(&restored), "{key}");
+    }
+    assert_eq!(c.cmd(&["DUMP", "missing"]), null_bulk_resp2());
+}
+
+#[test]
+fn ttl_replace_and_errors() {
+    let server = TestServer::start();
+    let mut c = server.client();
+    c.cmd(&["SET", "k", "v"]);
+    let dump = payload(&mut c, "k");
+    assert_eq!(restore(&mut c, "k", "0", &dump, &[]), err("BUSYKEY Target key name already exists."));
+    assert_eq!(restore(&mut c, "k", "100000", &dump, &["REPLACE"]), simple("OK"));
+    assert!(matches!(c.cmd(&["PTTL", "k"]), OwnedFrame::Number { data, .. } if data > 90_000));
+    assert_eq!(restore(&mut c, "n", "-1", &dump, &[]), err("ERR Invalid TTL value, must be >= 0"));
+    assert_eq!(restore(&mut c, "n", "0", b"garbage", &[]), err("ERR DUMP payload version or checksum are wrong"));
+    let mut damaged = dump.clone();
+    damaged[12] ^= 0xff;
+    assert_eq!(restore(&mut c, "n", "0", &damaged, &[]), err("ERR DUMP payload version or checksum are wrong"));
+    assert_eq!(c.cmd(&["EXISTS", "n"]), int(0));
+}
