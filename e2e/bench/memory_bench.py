@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from durable_bench import wait_ready  # same directory: waits until the server has loaded
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -54,20 +56,10 @@ def write_load(path: Path, kind: str, keys: int) -> None:
                 f.write(command("RPUSH", f"queue:{i}", "a1", "b22", "c333", str(i % 1000), "e"))
 
 
-def wait_ready(port: int) -> None:
-    for _ in range(400):
-        r = subprocess.run(["redis-cli", "-p", str(port), "exists", "memory-bench:ready"],
-                           capture_output=True, text=True)
-        if r.stdout.strip() in ("0", "1"):
-            return
-        time.sleep(0.05)
-    raise RuntimeError("server did not start")
-
-
 def measure(argv: list[str], port: int, load: Path, keys: int) -> tuple[int, int, str]:
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_ready(port)
+        wait_ready(port, proc)
         time.sleep(0.5)
         empty = rss_kib(proc.pid)
         with open(load, "rb") as f:
