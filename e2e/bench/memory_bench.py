@@ -112,7 +112,8 @@ def main() -> None:
     redis_net = {kind: full - empty for kind, name, empty, full, _ in rows if name == "Redis"}
     for kind, name, empty, full, encoding in rows:
         net = full - empty
-        label = "1M hashes × 5 fields" if kind == "hash" else "1M lists × 5 elements"
+        count = f"{args.keys / 1e6:g}M" if args.keys % 100_000 == 0 else f"{args.keys:,}"
+        label = f"{count} hashes × 5 fields" if kind == "hash" else f"{count} lists × 5 elements"
         print(f"| {label} | {name} | {encoding} | {full / 1024:,.0f} | {net / 1024:,.0f} | "
               f"{net * 1024 / args.keys:,.0f} | {net / redis_net[kind]:.2f}x |")
 
