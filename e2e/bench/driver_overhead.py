@@ -21,21 +21,17 @@ import argparse
 import os
 import resource
 import shutil
-import socket
 import statistics
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
+# Same directory: the shared port and readiness helpers.
+from durable_bench import free_port, wait_ready
+
 REPO = Path(__file__).resolve().parents[2]
 CELLS = [("set", 1, 1), ("set", 8, 1), ("set", 64, 1), ("set", 8, 16), ("get", 8, 1), ("get", 64, 16)]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def pin(cpu: int) -> list[str]:
@@ -54,15 +50,6 @@ def timed(argv: list[str]) -> tuple[float, float]:
     return children_cpu() - before, time.monotonic() - started
 
 
-def wait_ready(port: int) -> None:
-    for _ in range(200):
-        r = subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True, text=True)
-        if r.stdout.strip() == "PONG":
-            return
-        time.sleep(0.05)
-    raise RuntimeError("redis-server did not start")
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cairn-bench", default=str(REPO / "target/release/cairn-bench"))
@@ -78,7 +65,7 @@ def main() -> None:
                                         "--appendonly", "no", "--dir", str(work)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_ready(port)
+        wait_ready(port, server)
         rows = []
         for op, clients, pipeline in CELLS:
             n = args.requests

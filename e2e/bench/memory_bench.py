@@ -14,21 +14,15 @@ Usage:
 
 import argparse
 import os
-import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-from durable_bench import wait_ready  # same directory: waits until the server has loaded
+# Same directory: the shared port and readiness helpers.
+from durable_bench import free_port, wait_ready
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def rss_kib(pid: int) -> int:
