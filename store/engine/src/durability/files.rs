@@ -37,6 +37,9 @@ pub enum SpareFill {
     Allocate,
 }
 
+/// A file handle one syncer fdatasyncs through, outside the files lock.
+pub type SyncHandle = Arc<parking_lot::Mutex<Box<dyn StorageFile>>>;
+
 /// The segment being written.
 #[derive(Debug)]
 pub struct Active {
@@ -44,6 +47,18 @@ pub struct Active {
     pub base: Lsn,
     pub offset: u64,
     pub size: u64,
+    /// The segment's file name.
+    pub name: String,
+    /// One handle per syncer, opened on first use. Each is its own open file
+    /// description: the kernel reports a writeback error once per open file,
+    /// so syncers sharing one could miss an error another one consumed.
+    pub sync_handles: Vec<Option<SyncHandle>>,
+}
+
+impl Active {
+    fn new(file: Box<dyn StorageFile>, name: String, base: Lsn, offset: u64, size: u64) -> Active {
+        Active { file, base, offset, size, name, sync_handles: Vec::new() }
+    }
 }
 
 /// A preallocated (see [`SpareFill`]), fsynced file under a spare name.
@@ -99,7 +114,7 @@ impl Files {
     pub fn resume(&mut self, base: Lsn, name: &str, offset: u64) -> io::Result<()> {
         let file = self.storage.open(&self.path(name))?;
         let size = file.len()?;
-        self.active = Some(Active { file, base, offset, size });
+        self.active = Some(Active::new(file, name.to_string(), base, offset, size));
         Ok(())
     }
 
@@ -168,6 +183,26 @@ impl Files {
         }
     }
 
+    /// The handle syncer `syncer` fdatasyncs the active segment through
+    /// (opened on first use for each segment).
+    pub fn sync_handle(&mut self, syncer: usize) -> Result<SyncHandle, WriteError> {
+        let storage = self.storage.clone();
+        let dir = self.dir.clone();
+        let Some(active) = self.active.as_mut() else { return Err(WriteError::Failed("no active segment".into())) };
+        if active.sync_handles.len() <= syncer {
+            active.sync_handles.resize(syncer + 1, None);
+        }
+        if let Some(handle) = &active.sync_handles[syncer] {
+            return Ok(handle.clone());
+        }
+        let file = storage
+            .open(&dir.join(&active.name))
+            .map_err(|e| WriteError::Failed(format!("cannot open WAL segment {} for syncing: {e}", active.name)))?;
+        let handle: SyncHandle = Arc::new(parking_lot::Mutex::new(file));
+        active.sync_handles[syncer] = Some(handle.clone());
+        Ok(handle)
+    }
+
     /// How many leading bytes of `records` (whole records) fit in the active segment.
     fn fitting_prefix(&self, records: &[u8]) -> usize {
         let Some(active) = &self.active else { return 0 };
@@ -203,7 +238,7 @@ impl Files {
         if let Some(old) = self.active.take() {
             self.sealed.push_back((old.base, segment::name(old.base)));
         }
-        self.active = Some(Active { file, base, offset: HEADER_LEN as u64, size: spare.size });
+        self.active = Some(Active::new(file, name, base, HEADER_LEN as u64, spare.size));
         Ok(())
     }
 

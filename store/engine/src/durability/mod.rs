@@ -33,7 +33,7 @@ pub mod wal;
 pub use record::{Kind, LoggedCommand, Lsn, Record};
 pub use recovery::{recover_log, RecoverOptions, RecoveryError, RecoveryReport};
 pub use storage::{OsStorage, Storage, StorageFile};
-pub use wal::{LogTail, Wal, WalError, WalOptions};
+pub use wal::{default_syncers, LogTail, Wal, WalError, WalOptions};
 
 use std::fmt;
 use std::str::FromStr;

@@ -1,8 +1,19 @@
 //! The write-ahead log: appenders encode records into a shared buffer under a
-//! short lock (assigning LSNs in buffer order); one syncer writes whatever is
+//! short lock (assigning LSNs in buffer order); a syncer writes whatever is
 //! buffered, fdatasyncs it and publishes the durable LSN (group commit).
 //! Execution never waits for a sync in progress: appends go to the buffer
 //! while the syncer works on the previous batch.
+//!
+//! Pipelined syncs (`WalOptions::syncers` > 1): several syncers take turns. Taking the
+//! buffer and writing it is ordered (one at a time, in LSN order); the
+//! fdatasync runs outside that lock, so a batch that arrives while one
+//! fdatasync is in flight starts its own at once instead of waiting a whole
+//! fsync time for the first to finish. An fdatasync that returns covers every
+//! byte written to the file before it was called (the kernel writes back the
+//! dirty pages and waits for the writeback already in flight), so the
+//! durable LSN is the largest LSN written before a successful fdatasync
+//! began. Each syncer syncs through its own open file (see
+//! [`files::Active::sync_handles`](super::files::Active)).
 //!
 //! Health: a failed write or fsync is never reported durable. The log then
 //! refuses appends for good ([`WalError::Failed`]); running out of space for
@@ -18,7 +29,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use thiserror::Error;
 
-use super::files::{prepare_spare, Files, SpareFill, WriteError};
+use super::files::{prepare_spare, Files, SpareFill, SyncHandle, WriteError};
 use super::record::{self, Header, Kind, Lsn};
 use super::stats::WalStats;
 use super::storage::Storage;
@@ -53,12 +64,23 @@ pub struct WalOptions {
     /// Run the syncer and the spare preparer on their own threads. Tests turn
     /// this off and call [`Wal::sync_round`] themselves.
     pub background: bool,
+    /// Syncer threads, so fdatasyncs in flight at once (at least 1). Only the
+    /// `sync` tier gains from more than one.
+    pub syncers: usize,
 }
 
 impl WalOptions {
     pub fn new(tier: Tier) -> Self {
-        WalOptions { tier, segment_size: DEFAULT_SEGMENT_SIZE, background: true }
+        WalOptions { tier, segment_size: DEFAULT_SEGMENT_SIZE, background: true, syncers: default_syncers(tier) }
     }
+}
+
+/// One fdatasync in flight, whatever the tier. On the virtual disks measured
+/// so far (docs/benchmarks.md, "Pipelined syncs") overlapping fdatasyncs are
+/// served one after the other, so a second syncer only splits the groups;
+/// `--wal-syncers` tries more on disks that flush in parallel.
+pub fn default_syncers(_tier: Tier) -> usize {
+    1
 }
 
 /// Records encoded but not yet taken by the syncer.
@@ -66,8 +88,8 @@ impl WalOptions {
 struct Buffer {
     bytes: Vec<u8>,
     next_lsn: Lsn,
-    /// The syncer waits for data (appenders wake it).
-    syncer_idle: bool,
+    /// Syncers waiting for data (an append into an empty buffer wakes one).
+    idle_syncers: usize,
 }
 
 /// Called with the new durable LSN after each successful sync, and with
@@ -79,6 +101,8 @@ struct Shared {
     buffer: Mutex<Buffer>,
     data_ready: Condvar,
     written: AtomicU64,
+    /// The largest written LSN an fdatasync in flight (or done) covers.
+    sync_started: AtomicU64,
     durable: AtomicU64,
     sync_wanted: AtomicU64,
     health: AtomicU8,
@@ -87,8 +111,12 @@ struct Shared {
     files: Mutex<Files>,
     /// Bytes taken from the buffer but not yet written (a rotation failed).
     carry: Mutex<Vec<u8>>,
+    /// The emptied buffer of the previous round, swapped in for the next one,
+    /// so appenders never grow a fresh vector after each round (double buffering).
+    spare_buffer: Mutex<Vec<u8>>,
     stats: WalStats,
     on_durable: DurableCallback,
+    syncers: usize,
     spare_wanted: Condvar,
     spare_lock: Mutex<()>,
 }
@@ -150,9 +178,10 @@ impl Wal {
         })?;
         let shared = Arc::new(Shared {
             tier: options.tier,
-            buffer: Mutex::new(Buffer { bytes: Vec::with_capacity(1 << 16), next_lsn, syncer_idle: false }),
+            buffer: Mutex::new(Buffer { bytes: Vec::with_capacity(1 << 16), next_lsn, idle_syncers: 0 }),
             data_ready: Condvar::new(),
             written: AtomicU64::new(next_lsn - 1),
+            sync_started: AtomicU64::new(next_lsn - 1),
             durable: AtomicU64::new(next_lsn - 1),
             sync_wanted: AtomicU64::new(0),
             health: AtomicU8::new(HEALTH_OK),
@@ -160,8 +189,10 @@ impl Wal {
             stop: AtomicBool::new(false),
             files: Mutex::new(files),
             carry: Mutex::new(Vec::new()),
+            spare_buffer: Mutex::new(Vec::with_capacity(1 << 16)),
             stats: WalStats::default(),
             on_durable,
+            syncers: options.syncers.max(1),
             spare_wanted: Condvar::new(),
             spare_lock: Mutex::new(()),
         });
@@ -173,10 +204,13 @@ impl Wal {
     }
 
     fn spawn_threads(&self) -> std::io::Result<()> {
-        let syncer = self.shared.clone();
-        let preparer = self.shared.clone();
         let mut threads = self.threads.lock();
-        threads.push(std::thread::Builder::new().name("cairn-wal-sync".into()).spawn(move || syncer.run_syncer())?);
+        for index in 0..self.shared.syncers {
+            let syncer = self.shared.clone();
+            let name = format!("cairn-wal-sync{index}");
+            threads.push(std::thread::Builder::new().name(name).spawn(move || syncer.run_syncer(index))?);
+        }
+        let preparer = self.shared.clone();
         threads
             .push(std::thread::Builder::new().name("cairn-wal-spare".into()).spawn(move || preparer.run_preparer())?);
         Ok(())
@@ -209,8 +243,10 @@ impl Wal {
         let mut buffer = self.shared.buffer.lock();
         let lsn = buffer.next_lsn;
         buffer.next_lsn += 1;
+        // Only the first record of a batch wakes a syncer: later ones find
+        // the buffer taken by then, or a syncer that will take it.
+        let wake = buffer.bytes.is_empty() && buffer.idle_syncers > 0;
         record::encode(&mut buffer.bytes, Header { lsn, time_ms, durable_hint, kind }, count, body);
-        let wake = std::mem::take(&mut buffer.syncer_idle);
         drop(buffer);
         if wake {
             self.shared.data_ready.notify_one();
@@ -242,9 +278,8 @@ impl Wal {
     /// `everysec` tier).
     pub fn request_sync(&self, lsn: Lsn) {
         self.shared.sync_wanted.fetch_max(lsn, Ordering::AcqRel);
-        let mut buffer = self.shared.buffer.lock();
-        buffer.syncer_idle = false;
-        drop(buffer);
+        // Taking the lock orders this wake-up after a syncer's check for work.
+        drop(self.shared.buffer.lock());
         self.shared.data_ready.notify_one();
     }
 
@@ -252,7 +287,7 @@ impl Wal {
     /// fdatasync it. Returns the durable LSN. Background mode calls this in a
     /// loop; tests call it directly.
     pub fn sync_round(&self, force_sync: bool) -> Lsn {
-        self.shared.round(force_sync);
+        self.shared.round(force_sync, 0);
         self.durable_lsn()
     }
 
@@ -284,7 +319,7 @@ impl Wal {
         for t in self.threads.lock().drain(..) {
             let _ = t.join();
         }
-        self.shared.round(true);
+        self.shared.round(true, 0);
     }
 }
 
@@ -310,7 +345,7 @@ impl Shared {
         self.health.store(level, Ordering::Release);
     }
 
-    fn run_syncer(&self) {
+    fn run_syncer(&self, index: usize) {
         let tick = match self.tier {
             Tier::Everysec => Duration::from_millis(10),
             _ => Duration::from_millis(100),
@@ -320,9 +355,11 @@ impl Shared {
             {
                 let mut buffer = self.buffer.lock();
                 if buffer.bytes.is_empty() && self.carry.lock().is_empty() {
-                    buffer.syncer_idle = self.tier != Tier::Everysec;
+                    // The `everysec` syncer runs on its clock, not on appends.
+                    let wakeable = self.tier != Tier::Everysec;
+                    buffer.idle_syncers += usize::from(wakeable);
                     self.data_ready.wait_for(&mut buffer, tick);
-                    buffer.syncer_idle = false;
+                    buffer.idle_syncers -= usize::from(wakeable);
                 }
             }
             let wanted = self.sync_wanted.load(Ordering::Acquire) > self.durable.load(Ordering::Acquire);
@@ -331,7 +368,7 @@ impl Shared {
                 _ => true,
             };
             let round_started = Instant::now();
-            self.round(due);
+            self.round(due, index);
             if due {
                 last_sync = round_started;
             }
@@ -362,17 +399,28 @@ impl Shared {
     }
 
     /// Writes what is buffered; syncs when `sync` (or when the tier syncs
-    /// every round).
-    fn round(&self, sync: bool) {
+    /// every round). `syncer` picks the file handle the fdatasync goes
+    /// through.
+    fn round(&self, sync: bool, syncer: usize) {
         if self.health.load(Ordering::Acquire) == HEALTH_FAILED {
             return;
         }
+        if let Some(plan) = self.write_buffered(sync, syncer) {
+            self.sync_written(plan);
+        }
+    }
+
+    /// The ordered half of a round: takes the buffer and writes it (carry
+    /// and files locks held, so rounds write in LSN order). Returns what to
+    /// fdatasync, if anything.
+    fn write_buffered(&self, sync: bool, syncer: usize) -> Option<SyncPlan> {
         // The carry lock orders rounds: the bytes taken first are written first.
         let mut carry = self.carry.lock();
+        let empty = std::mem::take(&mut *self.spare_buffer.lock());
         let (last, bytes) = {
             let mut buffer = self.buffer.lock();
             let last = buffer.next_lsn - 1;
-            (last, std::mem::take(&mut buffer.bytes))
+            (last, std::mem::replace(&mut buffer.bytes, empty))
         };
         // Bytes left over by a failed round go first; usually there are none
         // and the taken buffer is written as it is.
@@ -401,47 +449,61 @@ impl Shared {
                     }
                     self.set_health(HEALTH_DISK_FULL, format!("no space left for a new WAL segment: {e}"));
                     self.spare_wanted.notify_one();
-                    return;
+                    return None;
                 }
                 Err((_, WriteError::Failed(message))) => {
                     self.fail(message);
-                    return;
+                    return None;
                 }
             }
         }
-        let written = self.written.load(Ordering::Acquire);
-        if !sync || written <= self.durable.load(Ordering::Acquire) {
-            self.reuse_buffer(bytes);
-            return;
-        }
-        let started = Instant::now();
-        if let Err(e) = files.sync() {
-            let message = match e {
-                WriteError::Failed(m) => m,
-                WriteError::NoSpace(e) => e.to_string(),
-            };
-            self.fail(message);
-            return;
-        }
-        let group = written - self.durable.load(Ordering::Acquire);
-        self.stats.record_sync(started.elapsed(), group);
-        self.durable.store(written, Ordering::Release);
-        let wants_spare = files.wants_spare();
-        drop(files);
-        drop(carry);
-        (self.on_durable)(written);
         self.reuse_buffer(bytes);
-        if wants_spare {
+        let written = self.written.load(Ordering::Acquire);
+        // Nothing new since the last fdatasync began: that one covers it.
+        if !sync || written <= self.sync_started.load(Ordering::Acquire) {
+            return None;
+        }
+        let handle = match files.sync_handle(syncer) {
+            Ok(h) => h,
+            Err(e) => {
+                self.fail(write_error_message(e));
+                return None;
+            }
+        };
+        self.sync_started.fetch_max(written, Ordering::AcqRel);
+        if files.wants_spare() {
             self.spare_wanted.notify_one();
+        }
+        let segment = files.active.as_ref().map(|a| a.name.clone()).unwrap_or_default();
+        Some(SyncPlan { written, handle, segment })
+    }
+
+    /// The concurrent half: fdatasync (no lock held but the handle's own)
+    /// and publish the durable LSN.
+    fn sync_written(&self, plan: SyncPlan) {
+        let started = Instant::now();
+        let synced = plan.handle.lock().sync_data();
+        if let Err(e) = synced {
+            self.fail(format!("fdatasync of WAL segment {}: {e}", plan.segment));
+            return;
+        }
+        if self.health.load(Ordering::Acquire) == HEALTH_FAILED {
+            return;
+        }
+        let before = self.durable.fetch_max(plan.written, Ordering::AcqRel);
+        let group = plan.written.saturating_sub(before);
+        self.stats.record_sync(started.elapsed(), group);
+        if group > 0 {
+            (self.on_durable)(plan.written);
         }
     }
 
-    /// Gives the emptied vector back to the buffer if it has none.
+    /// Keeps the written vector, emptied, as the next round's fresh buffer
+    /// (unless a burst made it huge).
     fn reuse_buffer(&self, mut bytes: Vec<u8>) {
         bytes.clear();
-        let mut buffer = self.buffer.lock();
-        if buffer.bytes.capacity() == 0 && bytes.capacity() <= 16 << 20 {
-            buffer.bytes = bytes;
+        if bytes.capacity() <= 16 << 20 {
+            *self.spare_buffer.lock() = bytes;
         }
     }
 
@@ -476,6 +538,21 @@ impl Shared {
             let mut guard = self.spare_lock.lock();
             self.spare_wanted.wait_for(&mut guard, Duration::from_secs(1));
         }
+    }
+}
+
+/// An fdatasync to make: through which handle, covering which LSN.
+struct SyncPlan {
+    written: Lsn,
+    handle: SyncHandle,
+    /// The segment's name, for the error message.
+    segment: String,
+}
+
+fn write_error_message(e: WriteError) -> String {
+    match e {
+        WriteError::Failed(m) => m,
+        WriteError::NoSpace(e) => e.to_string(),
     }
 }
 

@@ -5,7 +5,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use cairn_engine::durability::{recover_log, snapshot, LogTail, RecoverOptions, RecoveryReport, Wal, WalOptions};
+use cairn_engine::durability::{
+    default_syncers, recover_log, snapshot, LogTail, RecoverOptions, RecoveryReport, Wal, WalOptions,
+};
 
 use super::replay::Replayer;
 use crate::server::Server;
@@ -94,6 +96,10 @@ pub fn recover(server: &Server) -> Result<Recovered, RecoverError> {
         let options = WalOptions {
             segment_size: server.config.wal_segment_bytes,
             background: p.background_sync,
+            syncers: match server.config.wal_syncers {
+                0 => default_syncers(p.tier),
+                n => n,
+            },
             ..WalOptions::new(p.tier)
         };
         let wal =
