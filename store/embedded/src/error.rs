@@ -42,7 +42,7 @@ impl Error {
     pub(crate) fn from_reply(message: &str) -> Error {
         if message.starts_with("WRONGTYPE") {
             Error::WrongType
-        } else if message.contains("not an integer or out of range") {
+        } else if message.contains("not an integer or out of range") || message.contains("would overflow") {
             Error::NotInteger
         } else {
             Error::Server(message.to_string())
