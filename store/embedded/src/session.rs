@@ -65,11 +65,19 @@ impl Session {
         self.await_durable(server)
     }
 
-    /// In the `sync` tier, blocks until this session's last write is durable.
+    /// In the `sync` tier, blocks until this session's last write is
+    /// durable. When no sync is running, this thread runs the round itself
+    /// (write, fdatasync, wake the others it covers): no hand-off to the
+    /// syncer thread and back. Otherwise it waits for the running round, or
+    /// the next one, which the syncer thread starts as soon as it ends.
     fn await_durable(&self, server: &Server) -> Result<()> {
         let p = &server.persistence;
         let lsn = self.client.last_lsn;
-        if p.tier != Tier::Sync || lsn == 0 || p.wal().is_none_or(|w| w.durable_lsn() >= lsn) {
+        let Some(wal) = p.wal() else { return Ok(()) };
+        if p.tier != Tier::Sync || lsn == 0 || wal.durable_lsn() >= lsn {
+            return Ok(());
+        }
+        if wal.try_sync_round(true) && wal.durable_lsn() >= lsn {
             return Ok(());
         }
         match p.wait_durable_blocking(lsn, None) {

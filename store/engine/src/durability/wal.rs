@@ -256,6 +256,16 @@ impl Wal {
         self.durable_lsn()
     }
 
+    /// Runs a syncer round on the calling thread unless one is running
+    /// (then returns false at once, and the caller should wait for the
+    /// durable LSN instead). Rounds never overlap, so this is safe beside
+    /// the background syncer: an appender that finds the log idle writes and
+    /// syncs its own record (and whatever else is buffered) without handing
+    /// off to the syncer thread and back (the embedded database's `sync` tier).
+    pub fn try_sync_round(&self, force_sync: bool) -> bool {
+        self.shared.try_round(force_sync)
+    }
+
     pub fn stats(&self) -> &WalStats {
         &self.shared.stats
     }
@@ -269,6 +279,12 @@ impl Wal {
     /// below it become spares.
     pub fn recycle_through(&self, lsn: Lsn) -> std::io::Result<usize> {
         self.shared.files.lock().recycle_through(lsn)
+    }
+
+    /// Spare segments prepared (created, filled and synced) and ready for
+    /// the next rotation.
+    pub fn spare_count(&self) -> usize {
+        self.shared.files.lock().spares.len()
     }
 
     /// Number of segment files.
@@ -368,7 +384,24 @@ impl Shared {
             return;
         }
         // The carry lock orders rounds: the bytes taken first are written first.
-        let mut carry = self.carry.lock();
+        self.round_locked(self.carry.lock(), sync);
+    }
+
+    /// A round, unless one is running (then false: the caller waits for it).
+    fn try_round(&self, sync: bool) -> bool {
+        if self.health.load(Ordering::Acquire) == HEALTH_FAILED {
+            return false;
+        }
+        match self.carry.try_lock() {
+            Some(carry) => {
+                self.round_locked(carry, sync);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn round_locked(&self, mut carry: parking_lot::MutexGuard<'_, Vec<u8>>, sync: bool) {
         let (last, bytes) = {
             let mut buffer = self.buffer.lock();
             let last = buffer.next_lsn - 1;
