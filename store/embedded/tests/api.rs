@@ -165,3 +165,19 @@ fn db_is_send_and_sync() {
     assert_send_sync::<Db>();
     assert_send_sync::<std::sync::Arc<Db>>();
 }
+
+#[test]
+fn a_batch_may_select_another_database() {
+    let dir = TempDir::new("select");
+    let db = open(&dir);
+    let mut batch = Batch::new();
+    batch.command(&[b"SELECT", b"2"]).set("k", "in 2").command(&[b"GET", b"k"]);
+    let replies = db.batch(&batch).expect("batch");
+    assert_eq!(replies[2], Reply::Bulk(b"in 2".to_vec()));
+    assert_eq!(db.get("k").expect("get in 0"), None);
+    db.close().expect("close");
+    let db = open(&dir);
+    let mut batch = Batch::new();
+    batch.command(&[b"SELECT", b"2"]).command(&[b"GET", b"k"]);
+    assert_eq!(db.batch(&batch).expect("batch")[1], Reply::Bulk(b"in 2".to_vec()));
+}
