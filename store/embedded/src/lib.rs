@@ -27,7 +27,7 @@
 //!   server's dispatcher and wait for durability in the `sync` tier.
 //! - [`reply`]: [`Reply`], the decoded reply of a command.
 //! - [`background`]: active expiry and the snapshot scheduler threads.
-//! - [`error`]: [`Error`].
+//! - [`error`]: [`Error`], what every call may return.
 
 mod background;
 pub mod batch;
