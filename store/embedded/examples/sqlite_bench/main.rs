@@ -50,7 +50,15 @@ fn main() -> anyhow::Result<()> {
     let base =
         args.dir.clone().unwrap_or_else(std::env::temp_dir).join(format!("cairn-sqlite-bench-{}", std::process::id()));
     std::fs::create_dir_all(&base).with_context(|| format!("cannot create {}", base.display()))?;
-    eprintln!("runs under {} ({})", base.display(), report::filesystem(&base));
+    let filesystem = report::filesystem(&base);
+    eprintln!("runs under {} ({filesystem})", base.display());
+    if filesystem.starts_with("tmpfs") || filesystem.starts_with("ramfs") {
+        let _ = std::fs::remove_dir_all(&base);
+        anyhow::bail!(
+            "{} is in memory ({filesystem}): fsync costs nothing there; pass --dir on a disk",
+            base.display()
+        );
+    }
     let results = run::all(&args, &base);
     let _ = std::fs::remove_dir_all(&base);
     let results = results?;

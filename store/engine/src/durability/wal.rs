@@ -335,7 +335,10 @@ impl Shared {
         while !self.stop.load(Ordering::Acquire) {
             {
                 let mut buffer = self.buffer.lock();
-                if buffer.bytes.is_empty() && self.carry.lock().is_empty() {
+                // try_lock, never lock: a round holds the carry lock and then
+                // takes the buffer lock, and rounds may run on other threads
+                // (`Wal::try_sync_round`). A running round counts as work.
+                if buffer.bytes.is_empty() && self.carry.try_lock().is_some_and(|carry| carry.is_empty()) {
                     buffer.syncer_idle = self.tier != Tier::Everysec;
                     self.data_ready.wait_for(&mut buffer, tick);
                     buffer.syncer_idle = false;
