@@ -182,6 +182,7 @@ fn sync_tier_writers_share_rounds_and_all_finish() {
             for n in 0..per_writer {
                 db.set(format!("w{w}:{n}"), [b'x'; 256]).expect("set");
             }
+            drop(db);
             let _ = done.send(w);
         });
     }
