@@ -70,7 +70,7 @@ pub enum StartError {
     #[error("cannot create data directory {path}: {source}")]
     DataDir { path: String, source: std::io::Error },
     /// Another server or an embedded database holds `DATA_DIR/LOCK`.
-    #[error("{0}")]
+    #[error(transparent)]
     Locked(#[from] persistence::lock::LockError),
     #[error("cannot listen on {addr} (admin port): {source}")]
     AdminListen { addr: String, source: std::io::Error },
