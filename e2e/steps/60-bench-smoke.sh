@@ -39,6 +39,7 @@ driver=$!
 pids+=($driver)
 sleep 2
 kill -9 "$server"
+wait "$server" 2>/dev/null || true  # gone, so its lock on the data dir is released
 wait "$driver" || true   # the driver loses its connections: that is the point
 start_cairn
 "$BIN/cairn-bench" verify --port "$port" --ack-log "$out/acks"

@@ -8,7 +8,8 @@
 //! - [`cpus`]: CPU lists and the affinity mask (one worker per allowed CPU).
 //! - [`listener`]: SO_REUSEPORT listeners, one per worker.
 //! - [`worker`]: a pinned thread with a single-threaded tokio event loop that
-//!   accepts connections and runs active expiry for its share of the shards.
+//!   accepts connections and runs active expiry ([`expiry`]) for its share
+//!   of the shards.
 //! - [`connection`]: one client: read a batch, execute it, one write.
 //! - [`commands`]: the command table, the dispatcher, one file per family.
 //! - [`client`]: per-connection state and the registry CLIENT LIST reads.
@@ -36,6 +37,7 @@ pub mod config;
 pub mod config_params;
 pub mod connection;
 pub mod cpus;
+pub mod expiry;
 pub mod health;
 pub mod listener;
 pub mod logging;
@@ -67,6 +69,9 @@ pub enum StartError {
     Listen { addr: String, source: std::io::Error },
     #[error("cannot create data directory {path}: {source}")]
     DataDir { path: String, source: std::io::Error },
+    /// Another server or an embedded database holds `DATA_DIR/LOCK`.
+    #[error(transparent)]
+    Locked(#[from] persistence::lock::LockError),
     #[error("cannot listen on {addr} (admin port): {source}")]
     AdminListen { addr: String, source: std::io::Error },
     #[error("cannot start worker thread: {0}")]
@@ -84,6 +89,8 @@ pub struct RunningServer {
     pub admin_addr: SocketAddr,
     pub server: Arc<Server>,
     threads: Vec<std::thread::JoinHandle<()>>,
+    /// Held until the log is closed (dropped at the end of `join`).
+    _lock: persistence::lock::DirLock,
 }
 
 impl RunningServer {
@@ -111,6 +118,7 @@ pub fn start(config: Config, shutdown: Shutdown) -> Result<RunningServer, StartE
     let plan = cpus::plan_workers(config.threads, config.cpus.as_deref())?;
     std::fs::create_dir_all(&config.data_dir)
         .map_err(|source| StartError::DataDir { path: config.data_dir.display().to_string(), source })?;
+    let lock = persistence::lock::DirLock::acquire(&config.data_dir)?;
     let listen_error = |source| StartError::Listen { addr: format!("{}:{}", config.bind, config.port), source };
     let wanted = listener::resolve(&config.bind, config.port).map_err(listen_error)?;
     let (addr, listeners) = listener::bind_all(wanted, plan.len()).map_err(listen_error)?;
@@ -171,7 +179,7 @@ pub fn start(config: Config, shutdown: Shutdown) -> Result<RunningServer, StartE
         data_dir = %server.config.data_dir.display(),
         "Ready to accept connections"
     );
-    Ok(RunningServer { addr, admin_addr, server, threads })
+    Ok(RunningServer { addr, admin_addr, server, threads, _lock: lock })
 }
 
 /// Runs the server until `shutdown` is triggered.

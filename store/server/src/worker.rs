@@ -12,11 +12,6 @@ use tokio::task::LocalSet;
 
 use crate::server::Server;
 
-/// How often each worker runs active expiry over its share of the shards.
-const EXPIRE_PERIOD: Duration = Duration::from_millis(100);
-/// Most keys one shard's table may expire per pass, bounding the pause.
-const EXPIRE_BUDGET_PER_SHARD: usize = 200;
-
 /// Starts worker `index` on its own thread.
 pub fn spawn(
     server: Arc<Server>,
@@ -75,7 +70,7 @@ async fn run(server: Arc<Server>, index: usize, listener: StdListener) {
 async fn housekeeping(server: Arc<Server>, index: usize) {
     let workers = server.workers.len();
     let stats = server.workers[index].clone();
-    let mut tick = tokio::time::interval(EXPIRE_PERIOD);
+    let mut tick = tokio::time::interval(crate::expiry::EXPIRE_PERIOD);
     loop {
         tokio::select! {
             _ = server.shutdown.wait() => return,
@@ -84,17 +79,7 @@ async fn housekeeping(server: Arc<Server>, index: usize) {
         if server.persistence.is_loading() {
             continue;
         }
-        let now = cairn_engine::clock::monotonic_now_ms();
-        let expired = match server.persistence.wal() {
-            // Deletions by expiry are logged (as DEL, under the shard lock), so
-            // replay never depends on when the expiry cycle happened to run.
-            Some(wal) => {
-                server.keyspace.expire_cycle_with(index, workers, now, EXPIRE_BUDGET_PER_SHARD, &mut |db, key| {
-                    let _ = wal.append_command(now, db as u32, &[b"DEL", key]);
-                })
-            }
-            None => server.keyspace.expire_cycle(index, workers, now, EXPIRE_BUDGET_PER_SHARD),
-        };
+        let expired = crate::expiry::expire_pass(&server, index, workers);
         stats.expired_keys.add(expired as u64);
         if index == 0 {
             server.sample_ops();

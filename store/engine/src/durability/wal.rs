@@ -291,6 +291,16 @@ impl Wal {
         self.durable_lsn()
     }
 
+    /// Runs a syncer round on the calling thread unless one is running
+    /// (then returns false at once, and the caller should wait for the
+    /// durable LSN instead). Rounds never overlap, so this is safe beside
+    /// the background syncer: an appender that finds the log idle writes and
+    /// syncs its own record (and whatever else is buffered) without handing
+    /// off to the syncer thread and back (the embedded database's `sync` tier).
+    pub fn try_sync_round(&self, force_sync: bool) -> bool {
+        self.shared.try_round(force_sync)
+    }
+
     pub fn stats(&self) -> &WalStats {
         &self.shared.stats
     }
@@ -304,6 +314,12 @@ impl Wal {
     /// below it become spares.
     pub fn recycle_through(&self, lsn: Lsn) -> std::io::Result<usize> {
         self.shared.files.lock().recycle_through(lsn)
+    }
+
+    /// Spare segments prepared (created, filled and synced) and ready for
+    /// the next rotation.
+    pub fn spare_count(&self) -> usize {
+        self.shared.files.lock().spares.len()
     }
 
     /// Number of segment files.
@@ -354,7 +370,11 @@ impl Shared {
         while !self.stop.load(Ordering::Acquire) {
             {
                 let mut buffer = self.buffer.lock();
-                if buffer.bytes.is_empty() && self.carry.lock().is_empty() {
+                // try_lock, never lock: a round holds the carry lock and then
+                // takes the buffer lock, and rounds run on the other syncers
+                // and on caller threads (`Wal::try_sync_round`). A round
+                // that is writing counts as work.
+                if buffer.bytes.is_empty() && self.carry.try_lock().is_some_and(|carry| carry.is_empty()) {
                     // The `everysec` syncer runs on its clock, not on appends.
                     let wakeable = self.tier != Tier::Everysec;
                     buffer.idle_syncers += usize::from(wakeable);
@@ -405,7 +425,29 @@ impl Shared {
         if self.health.load(Ordering::Acquire) == HEALTH_FAILED {
             return;
         }
-        if let Some(plan) = self.write_buffered(sync, syncer) {
+        // The carry lock orders rounds: the bytes taken first are written first.
+        self.round_locked(self.carry.lock(), sync, syncer);
+    }
+
+    /// A round on the calling thread, unless another round is writing (then
+    /// false: the caller waits for the durable LSN instead). Caller threads
+    /// share one sync handle (index `syncers`), so their fdatasyncs queue on
+    /// it and a queued one that finds its bytes already covered skips.
+    fn try_round(&self, sync: bool) -> bool {
+        if self.health.load(Ordering::Acquire) == HEALTH_FAILED {
+            return false;
+        }
+        match self.carry.try_lock() {
+            Some(carry) => {
+                self.round_locked(carry, sync, self.syncers);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn round_locked(&self, carry: parking_lot::MutexGuard<'_, Vec<u8>>, sync: bool, syncer: usize) {
+        if let Some(plan) = self.write_buffered(carry, sync, syncer) {
             self.sync_written(plan);
         }
     }
@@ -413,9 +455,12 @@ impl Shared {
     /// The ordered half of a round: takes the buffer and writes it (carry
     /// and files locks held, so rounds write in LSN order). Returns what to
     /// fdatasync, if anything.
-    fn write_buffered(&self, sync: bool, syncer: usize) -> Option<SyncPlan> {
-        // The carry lock orders rounds: the bytes taken first are written first.
-        let mut carry = self.carry.lock();
+    fn write_buffered(
+        &self,
+        mut carry: parking_lot::MutexGuard<'_, Vec<u8>>,
+        sync: bool,
+        syncer: usize,
+    ) -> Option<SyncPlan> {
         let empty = std::mem::take(&mut *self.spare_buffer.lock());
         let (last, bytes) = {
             let mut buffer = self.buffer.lock();
@@ -482,7 +527,13 @@ impl Shared {
     /// and publish the durable LSN.
     fn sync_written(&self, plan: SyncPlan) {
         let started = Instant::now();
-        let synced = plan.handle.lock().sync_data();
+        let mut handle = plan.handle.lock();
+        // Queued behind another fdatasync on this handle that covered it.
+        if self.durable.load(Ordering::Acquire) >= plan.written {
+            return;
+        }
+        let synced = handle.sync_data();
+        drop(handle);
         if let Err(e) = synced {
             self.fail(format!("fdatasync of WAL segment {}: {e}", plan.segment));
             return;

@@ -1,7 +1,9 @@
 //! `cairn check DATA_DIR [--repair --yes-truncate]`: verifies the snapshot
 //! and the write-ahead log without starting a server, and prints a report.
 //! With `--repair` (and the confirmation flag) it truncates the log at the
-//! first corruption, losing what follows it.
+//! first corruption, losing what follows it, and only while it holds the
+//! data directory's lock (no server or embedded database has it open). The
+//! lock file itself is not part of the format and is ignored.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -22,6 +24,19 @@ pub fn check(dir: &Path, repair: bool) -> CheckReport {
     let mut text = String::new();
     let mut healthy = true;
     let _ = writeln!(text, "data directory: {}", dir.display());
+    // Repairing truncates the log: never under a running server or Db.
+    let _lock = if repair {
+        match super::lock::DirLock::acquire(dir) {
+            Ok(lock) => Some(lock),
+            Err(e) => {
+                let _ = writeln!(text, "repair refused: {e}");
+                let _ = writeln!(text, "result: PROBLEMS FOUND");
+                return CheckReport { text, healthy: false };
+            }
+        }
+    } else {
+        None
+    };
     let mut after = 0;
     match snapshot::newest(storage.as_ref(), dir) {
         Ok(None) => {
@@ -79,4 +94,24 @@ pub fn check(dir: &Path, repair: bool) -> CheckReport {
     }
     let _ = writeln!(text, "result: {}", if healthy { "OK" } else { "PROBLEMS FOUND" });
     CheckReport { text, healthy }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repair_needs_the_lock_and_check_ignores_the_lock_file() {
+        let dir = std::env::temp_dir().join(format!("cairn-check-lock-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let held = super::super::lock::DirLock::acquire(&dir).expect("lock");
+        let refused = check(&dir, true);
+        assert!(!refused.healthy);
+        assert!(refused.text.contains("repair refused"), "{}", refused.text);
+        let read_only = check(&dir, false);
+        assert!(read_only.healthy, "{}", read_only.text);
+        drop(held);
+        assert!(check(&dir, true).healthy);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

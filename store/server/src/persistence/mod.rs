@@ -12,10 +12,12 @@
 //! - [`recover`]: startup: newest snapshot, then the log after it.
 //! - [`snapshot`]: SAVE/BGSAVE/periodic snapshots and DEBUG RELOAD/LOADAOF.
 //! - [`check`]: `cairn check DATA_DIR`; [`waitaof`]: WAITAOF.
+//! - [`lock`]: the data directory's lock file (server and embedded database).
 //! - [`skip_fsync`]: a storage wrapper that never syncs (crash-test proof only).
 
 pub mod check;
 pub mod effect;
+pub mod lock;
 pub mod logging;
 pub mod recover;
 pub mod replay;
@@ -146,6 +148,12 @@ impl Persistence {
     /// written once space returns.
     pub async fn wait_durable(&self, lsn: Lsn) -> Result<(), WalError> {
         waiters::DurableWait::new(self, lsn).await
+    }
+
+    /// [`Persistence::wait_durable`] for a plain thread: blocks until `lsn`
+    /// is durable (true) or `deadline` passes (false); Err when the log failed.
+    pub fn wait_durable_blocking(&self, lsn: Lsn, deadline: Option<std::time::Instant>) -> Result<bool, WalError> {
+        waiters::wait_blocking(self, lsn, deadline)
     }
 
     /// At shutdown: sync and close the log; in the `none` tier, save a snapshot.

@@ -6,7 +6,9 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll, Waker};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::Instant;
 
 use cairn_engine::durability::{Lsn, WalError};
 use parking_lot::Mutex;
@@ -110,6 +112,43 @@ impl Drop for DurableWait<'_> {
     fn drop(&mut self) {
         if let Some(id) = self.registered {
             self.persistence.waiters.cancel(self.lsn, id);
+        }
+    }
+}
+
+/// Wakes a thread parked in [`wait_blocking`].
+struct ThreadWaker(std::thread::Thread);
+
+impl Wake for ThreadWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Blocks this thread until `lsn` is durable (`Ok(true)`), `deadline` passes
+/// (`Ok(false)`), or the log fails: [`DurableWait`] polled from a plain
+/// thread (the embedded database's callers), parking between polls.
+pub fn wait_blocking(persistence: &Persistence, lsn: Lsn, deadline: Option<Instant>) -> Result<bool, WalError> {
+    let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut wait = std::pin::pin!(DurableWait::new(persistence, lsn));
+    loop {
+        if let Poll::Ready(done) = wait.as_mut().poll(&mut cx) {
+            return done.map(|()| true);
+        }
+        match deadline {
+            None => std::thread::park(),
+            Some(deadline) => {
+                let now = Instant::now();
+                if now >= deadline {
+                    return Ok(false);
+                }
+                std::thread::park_timeout(deadline - now);
+            }
         }
     }
 }
