@@ -81,7 +81,8 @@ async fn housekeeping(server: Arc<Server>, index: usize) {
             _ = server.shutdown.wait() => return,
             _ = tick.tick() => {}
         }
-        if server.persistence.is_loading() {
+        if server.persistence.is_loading() || server.scripting.busy.is_running() {
+            // A running script holds every shard: expiry waits for it.
             continue;
         }
         let now = cairn_engine::clock::monotonic_now_ms();

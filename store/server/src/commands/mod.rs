@@ -20,6 +20,7 @@ pub mod lcs;
 pub mod lists;
 pub mod meta;
 pub mod pubsub;
+pub mod scripting;
 pub mod server_admin;
 pub mod sets;
 pub mod sort;

@@ -152,6 +152,9 @@ fn shards_for(ctx: &Ctx<'_>, state: &MultiState) -> Vec<usize> {
     for queued in &state.queued {
         let Some(index) = lookup(&queued[0]) else { continue };
         let spec = spec(index);
+        if spec.flags & super::table::RUNS_SCRIPT != 0 {
+            return (0..keyspace.num_shards()).collect();
+        }
         if spec.key_positions(queued.len()).is_empty() && spec.flags & (super::table::WRITE | R) == 0 {
             continue;
         }
