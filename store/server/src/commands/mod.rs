@@ -100,6 +100,13 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
         abort_multi(ctx);
         return;
     }
+    if ctx.client.multi.is_some() && spec.flags & table::TXN_CONTROL == 0 && transactions::no_multi(index) {
+        ctx.out.error("ERR Command not allowed inside a transaction");
+        record_error(ctx);
+        counters.rejected.add(1);
+        abort_multi(ctx);
+        return;
+    }
     if let Some(multi) = ctx.client.multi.as_mut() {
         if spec.flags & table::TXN_CONTROL == 0 {
             multi.queued.push(args.iter().map(|a| a.to_vec()).collect());

@@ -36,6 +36,18 @@ use crate::stats::WorkerStats;
 pub struct Scripting {
     pub cache: cache::ScriptCache,
     pub busy: Arc<busy::Busy>,
+    /// Bytes the interpreter that ran the last script used (used_memory_lua).
+    lua_bytes: std::sync::atomic::AtomicUsize,
+}
+
+impl Scripting {
+    pub fn lua_bytes(&self) -> usize {
+        self.lua_bytes.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub fn set_lua_bytes(&self, bytes: usize) {
+        self.lua_bytes.store(bytes, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// Whether command `index` may not be called from a script (Redis's
