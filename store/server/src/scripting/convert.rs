@@ -135,7 +135,7 @@ fn write_value(value: &Value, out: &mut ReplyWriter<'_>, resp3: bool, depth: usi
         Value::Boolean(b) if resp3 => out.boolean(*b),
         Value::Boolean(true) => out.int(1),
         Value::Number(n) => out.int(*n as i64),
-        Value::Integer(n) => out.int(*n as i64),
+        Value::Integer(n) => out.int(*n),
         Value::Table(t) => write_table(t, out, resp3, depth),
         _ => out.null_bulk(),
     }

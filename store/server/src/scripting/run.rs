@@ -167,10 +167,19 @@ fn call_script(
             })?,
         )?;
         redis.raw_set("pcall", scope.create_function(|lua, args: MultiValue| Ok(redis_call(lua, &state, args)?.0))?)?;
-        imp.raw_set("setresp", scope.create_function(|_, version: i64| Ok(set_resp(&state, version == 3)))?)?;
+        imp.raw_set(
+            "setresp",
+            scope.create_function(|_, version: i64| {
+                set_resp(&state, version == 3);
+                Ok(())
+            })?,
+        )?;
         imp.raw_set(
             "log",
-            scope.create_function(|_, (level, message): (i64, mlua::String)| Ok(log(level, &message)))?,
+            scope.create_function(|_, (level, message): (i64, mlua::String)| {
+                log(level, &message);
+                Ok(())
+            })?,
         )?;
         let run: mlua::Function = imp.raw_get("run")?;
         let (ok, value): (bool, Value) = run.call(function)?;
