@@ -130,6 +130,10 @@ fn evalsha_and_the_script_cache() {
     c.cmd(&["EVAL", "return 1", "0"]);
     assert_eq!(c.cmd(&["SCRIPT", "EXISTS", sha]), array(vec![int(1)]));
     assert_eq!(error_text(&c.cmd(&["SCRIPT", "KILL"])), "NOTBUSY No scripts in execution right now.");
+    assert_eq!(
+        c.cmd(&["COMMAND", "GETKEYS", "EVAL", "return 1", "2", "k1", "k2", "a1"]),
+        array(vec![bulk("k1"), bulk("k2")])
+    );
     let info = match c.cmd(&["INFO", "memory"]) {
         OwnedFrame::BlobString { data, .. } => String::from_utf8(data).expect("utf8"),
         other => panic!("{other:?}"),
