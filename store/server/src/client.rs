@@ -178,6 +178,11 @@ pub struct Client {
     /// there, ...): the write path then logs no record, as Redis leaves
     /// `dirty` alone. Cleared by the write path after every command.
     pub write_was_noop: bool,
+    /// EVAL left its script here: the connection runs it off the event loop.
+    pub pending_script: Option<Box<crate::scripting::run::ScriptRequest>>,
+    /// A command arrived while a script runs: the connection waits for it to
+    /// end (or to pass `busy-reply-threshold`) before going on.
+    pub wait_script: bool,
 }
 
 impl Client {
@@ -198,6 +203,8 @@ impl Client {
             wait_aof: None,
             pubsub: None,
             write_was_noop: false,
+            pending_script: None,
+            wait_script: false,
         }
     }
 

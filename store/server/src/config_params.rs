@@ -234,6 +234,9 @@ pub struct RuntimeConfig {
     pub client_query_buffer_limit: AtomicUsize,
     pub maxclients: AtomicUsize,
     pub timeout_secs: AtomicU64,
+    /// `busy-reply-threshold` (alias `lua-time-limit`), ms: after this long a
+    /// running script makes other clients' commands fail with -BUSY.
+    pub busy_reply_threshold_ms: AtomicU64,
     pub lfu_policy: AtomicBool,
     pub requirepass: RwLock<Option<String>>,
     /// `maxmemory` in bytes (0: no limit).
@@ -268,6 +271,7 @@ impl RuntimeConfig {
             client_query_buffer_limit: AtomicUsize::new(0),
             maxclients: AtomicUsize::new(0),
             timeout_secs: AtomicU64::new(0),
+            busy_reply_threshold_ms: AtomicU64::new(0),
             lfu_policy: AtomicBool::new(false),
             requirepass: RwLock::new(None),
             key_events: Arc::default(),
@@ -328,6 +332,7 @@ impl RuntimeConfig {
             "client-query-buffer-limit" => self.client_query_buffer_limit.store(as_usize(), Ordering::Relaxed),
             "maxclients" => self.maxclients.store(as_usize(), Ordering::Relaxed),
             "timeout" => self.timeout_secs.store(as_usize() as u64, Ordering::Relaxed),
+            "busy-reply-threshold" => self.busy_reply_threshold_ms.store(as_usize() as u64, Ordering::Relaxed),
             "maxmemory-policy" => {
                 self.lfu_policy.store(value.contains("lfu"), Ordering::Relaxed);
                 let eviction = match crate::maxmemory::Eviction::from_policy(value) {

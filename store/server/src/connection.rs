@@ -16,6 +16,7 @@ use tokio::net::TcpStream;
 use crate::blocking::{BlockState, Waiter};
 use crate::client::{Client, ClientHandle};
 use crate::commands::{dispatch, Ctx};
+use crate::scripting::gate::Gate;
 use crate::server::Server;
 use crate::stats::WorkerStats;
 
@@ -78,10 +79,10 @@ enum ConnectionEnd {
 }
 
 async fn connection_loop(
-    server: &Server,
+    server: &Arc<Server>,
     stream: &mut TcpStream,
     client: &mut Client,
-    stats: &WorkerStats,
+    stats: &Arc<WorkerStats>,
 ) -> Result<(), ConnectionEnd> {
     let mut input: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut output: Vec<u8> = Vec::with_capacity(READ_CHUNK);
@@ -129,6 +130,22 @@ async fn connection_loop(
             stream.write_all(&output).await?;
             stats.net_output_bytes.add(output.len() as u64);
             output.clear();
+        }
+        if let Some(request) = client.pending_script.take() {
+            let outcome = crate::scripting::run_elsewhere(server, stats, client, *request).await;
+            if outcome.log_failed || !await_durable(server, outcome.last_lsn).await {
+                return Ok(());
+            }
+            client.last_lsn = client.last_lsn.max(outcome.last_lsn);
+            stream.write_all(&outcome.reply).await?;
+            stats.net_output_bytes.add(outcome.reply.len() as u64);
+            unblocked = true;
+            continue;
+        }
+        if std::mem::take(&mut client.wait_script) {
+            server.scripting.busy.wait(&server.runtime.busy_reply_threshold_ms).await;
+            unblocked = true;
+            continue;
         }
         if let Some(wait) = client.wait_aof.take() {
             let reply = crate::persistence::waitaof::wait(server, &wait, client.protocol).await;
@@ -312,12 +329,32 @@ fn execute_batch(
                 let mut args: Vec<&[u8]> = spare;
                 argv.slices(&input[pos..], &mut args);
                 if !args.is_empty() {
+                    // One relaxed load per command while no script runs.
+                    if server.scripting.busy.is_running() {
+                        match crate::scripting::gate::check(&mut ctx, &args) {
+                            Gate::Run => {}
+                            Gate::Answered => {
+                                spare = recycle(args);
+                                pos += consumed;
+                                continue;
+                            }
+                            Gate::Wait => {
+                                ctx.client.wait_script = true;
+                                break;
+                            }
+                        }
+                    }
                     dispatch(&mut ctx, &args);
-                    server.blocking.serve_ready(server, stats);
+                    if !server.scripting.busy.is_running() {
+                        server.blocking.serve_ready(server, stats);
+                    }
                 }
                 spare = recycle(args);
                 pos += consumed;
-                if matches!(ctx.client.block, BlockState::Blocked(_)) || ctx.client.wait_aof.is_some() {
+                if matches!(ctx.client.block, BlockState::Blocked(_))
+                    || ctx.client.wait_aof.is_some()
+                    || ctx.client.pending_script.is_some()
+                {
                     break;
                 }
             }

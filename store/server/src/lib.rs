@@ -22,6 +22,8 @@
 //! - [`shutdown`]: the signal that stops every worker.
 //! - [`persistence`]: durability tiers, logging every write, durable acks,
 //!   snapshots and recovery (over the engine's `durability` module).
+//! - [`scripting`]: Lua scripts (EVAL, SCRIPT): the interpreter, the script
+//!   cache, busy scripts and SCRIPT KILL.
 //! - [`admin`]: the HTTP admin server (axum, own thread); [`metrics`]: the
 //!   Prometheus metrics it serves; [`health`]: readiness; [`logging`]: the
 //!   tracing setup whose filter the admin API can change.
@@ -46,6 +48,7 @@ pub mod metrics;
 pub mod notify;
 pub mod persistence;
 pub mod pubsub;
+pub mod scripting;
 pub mod server;
 pub mod shutdown;
 pub mod stats;
@@ -98,6 +101,8 @@ impl RunningServer {
     pub fn stop(self) {
         self.server.health.set_shutting_down();
         self.server.shutdown.trigger();
+        // A running script (even one that wrote) stops at its next hook.
+        self.server.scripting.busy.force_kill();
         self.join();
     }
 

@@ -46,6 +46,8 @@ pub struct Server {
     pub health: crate::health::Health,
     /// Replacements for what /metrics and the admin API read from `persistence`.
     pub hooks: crate::admin::hooks::Hooks,
+    /// Lua scripting: the script cache and the running script's state.
+    pub scripting: crate::scripting::Scripting,
 }
 
 /// instantaneous_ops_per_sec: the mean rate over the last 16 samples, as Redis.
@@ -96,6 +98,7 @@ impl Server {
             persistence,
             health: crate::health::Health::new(),
             hooks: crate::admin::hooks::Hooks::default(),
+            scripting: crate::scripting::Scripting::default(),
             config,
         }
     }

@@ -166,7 +166,27 @@ fn memory_section(server: &Server, out: &mut String) -> &'static str {
     field!(out, "mem_fragmentation_ratio", "1.00");
     field!(out, "mem_allocator", "libc");
     field!(out, "lazyfree_pending_objects", 0);
+    scripting_memory(server, out);
     "Memory"
+}
+
+/// Redis 7.0's scripting fields of the Memory section (no functions here).
+fn scripting_memory(server: &Server, out: &mut String) {
+    let lua = server.scripting.lua_bytes();
+    let scripts = server.scripting.cache.body_bytes();
+    field!(out, "used_memory_lua", lua);
+    field!(out, "used_memory_vm_eval", lua);
+    field!(out, "used_memory_lua_human", human_bytes(lua as u64));
+    field!(out, "used_memory_scripts_eval", scripts);
+    field!(out, "number_of_cached_scripts", server.scripting.cache.len());
+    field!(out, "number_of_functions", 0);
+    field!(out, "number_of_libraries", 0);
+    field!(out, "used_memory_vm_functions", 0);
+    field!(out, "used_memory_vm_total", lua);
+    field!(out, "used_memory_vm_total_human", human_bytes(lua as u64));
+    field!(out, "used_memory_functions", 0);
+    field!(out, "used_memory_scripts", scripts);
+    field!(out, "used_memory_scripts_human", human_bytes(scripts as u64));
 }
 
 fn persistence_section(server: &Server, out: &mut String) -> &'static str {

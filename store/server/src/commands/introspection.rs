@@ -174,7 +174,13 @@ fn getkeys(ctx: &mut Ctx<'_>, full: &[&[u8]]) -> CmdResult {
     if !spec.arity_ok(full.len()) {
         return Err(CmdError::Static("ERR Invalid number of arguments specified for command"));
     }
-    let positions = spec.key_positions(full.len());
+    let positions = if spec.flags & table::RUNS_SCRIPT != 0 {
+        // EVAL's keys follow its numkeys argument.
+        super::scripting::key_positions(full)
+            .map_err(|_| CmdError::Static("ERR Invalid arguments specified for command"))?
+    } else {
+        spec.key_positions(full.len())
+    };
     if positions.is_empty() {
         return Err(CmdError::Static("ERR The command has no key arguments"));
     }

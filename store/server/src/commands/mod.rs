@@ -20,6 +20,7 @@ pub mod lcs;
 pub mod lists;
 pub mod meta;
 pub mod pubsub;
+pub mod scripting;
 pub mod server_admin;
 pub mod sets;
 pub mod sort;
@@ -94,6 +95,13 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
     }
     if out_of_memory(ctx, index) {
         ctx.out.error(crate::maxmemory::OOM);
+        record_error(ctx);
+        counters.rejected.add(1);
+        abort_multi(ctx);
+        return;
+    }
+    if ctx.client.multi.is_some() && spec.flags & table::TXN_CONTROL == 0 && transactions::no_multi(index) {
+        ctx.out.error("ERR Command not allowed inside a transaction");
         record_error(ctx);
         counters.rejected.add(1);
         abort_multi(ctx);

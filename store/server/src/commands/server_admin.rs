@@ -250,6 +250,8 @@ pub fn shutdown(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     }
     tracing::warn!(client = ctx.client.id(), "SHUTDOWN requested by a client");
     ctx.server.shutdown.trigger();
+    // SHUTDOWN stops a running script, even one that wrote (SHUTDOWN NOSAVE in Redis).
+    ctx.server.scripting.busy.force_kill();
     ctx.client.close_after_reply = true;
     Ok(())
 }

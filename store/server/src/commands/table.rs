@@ -4,8 +4,8 @@
 use std::sync::OnceLock;
 
 use super::{
-    bits, client, connection, debug, dump, expire, hashes, info, introspection, keys, lists, pubsub, server_admin,
-    sets, sort, streams, strings, transactions, zsets, Handler,
+    bits, client, connection, debug, dump, expire, hashes, info, introspection, keys, lists, pubsub, scripting,
+    server_admin, sets, sort, streams, strings, transactions, zsets, Handler,
 };
 
 /// Modifies the keyspace: the write-ahead log records every command with this flag.
@@ -27,6 +27,8 @@ pub const MOVABLE: u32 = 1 << 6;
 pub const LOADING_OK: u32 = 1 << 7;
 /// Replies with pub/sub frames, which CLIENT REPLY OFF/SKIP does not silence.
 pub const PUSH_REPLY: u32 = 1 << 8;
+/// Runs a Lua script (EVAL ...): holds every shard; EXEC holds them all for it.
+pub const RUNS_SCRIPT: u32 = 1 << 9;
 
 /// One command.
 #[derive(Debug)]
@@ -166,7 +168,7 @@ pub static CORE: &[CommandSpec] = &[
 ];
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 9] {
+fn families() -> [&'static [CommandSpec]; 10] {
     [
         CORE,
         lists::COMMANDS,
@@ -177,6 +179,7 @@ fn families() -> [&'static [CommandSpec]; 9] {
         transactions::COMMANDS,
         pubsub::COMMANDS,
         sort::COMMANDS,
+        scripting::COMMANDS,
     ]
 }
 

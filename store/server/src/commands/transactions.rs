@@ -22,6 +22,27 @@ pub static COMMANDS: &[CommandSpec] = &[
     c("unwatch", 1, F | LOADING_OK, NONE, unwatch),
 ];
 
+/// Whether command `index` carries Redis's `no-multi` flag (SAVE, SHUTDOWN,
+/// ...: refused inside MULTI), from Redis's own command table.
+pub fn no_multi(index: usize) -> bool {
+    static FLAGS: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
+    FLAGS
+        .get_or_init(|| {
+            let meta: serde_json::Value = serde_json::from_str(include_str!("redis_meta.json")).unwrap_or_default();
+            super::table::all()
+                .iter()
+                .map(|spec| {
+                    let flags = &meta[spec.name][0][2];
+                    let list = flags.get("~+").or_else(|| flags.get("~")).and_then(|f| f.as_array());
+                    list.is_some_and(|l| l.iter().any(|v| v.as_str() == Some("no_multi")))
+                })
+                .collect()
+        })
+        .get(index)
+        .copied()
+        .unwrap_or(false)
+}
+
 pub fn multi(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     if ctx.client.multi.is_some() {
         return Err(CmdError::Static("ERR MULTI calls can not be nested"));
@@ -152,6 +173,9 @@ fn shards_for(ctx: &Ctx<'_>, state: &MultiState) -> Vec<usize> {
     for queued in &state.queued {
         let Some(index) = lookup(&queued[0]) else { continue };
         let spec = spec(index);
+        if spec.flags & super::table::RUNS_SCRIPT != 0 {
+            return (0..keyspace.num_shards()).collect();
+        }
         if spec.key_positions(queued.len()).is_empty() && spec.flags & (super::table::WRITE | R) == 0 {
             continue;
         }

@@ -1,0 +1,142 @@
+//! EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT (see crate::scripting).
+
+use super::table::{c, CommandSpec, MOVABLE, NONE, RUNS_SCRIPT};
+use super::{int_arg, is, CmdError, CmdResult, Ctx};
+use crate::blocking::BlockState;
+use crate::scripting::run::{self, ScriptRequest};
+
+pub static COMMANDS: &[CommandSpec] = &[
+    c("eval", -3, MOVABLE | RUNS_SCRIPT, NONE, eval),
+    c("evalsha", -3, MOVABLE | RUNS_SCRIPT, NONE, evalsha),
+    c("eval_ro", -3, super::table::R | MOVABLE | RUNS_SCRIPT, NONE, eval_ro),
+    c("evalsha_ro", -3, super::table::R | MOVABLE | RUNS_SCRIPT, NONE, evalsha_ro),
+    c("script", -2, 0, NONE, script),
+];
+
+const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
+
+pub fn eval(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    eval_generic(ctx, args, false, false)
+}
+
+pub fn evalsha(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    eval_generic(ctx, args, true, false)
+}
+
+pub fn eval_ro(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    eval_generic(ctx, args, false, true)
+}
+
+pub fn evalsha_ro(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    eval_generic(ctx, args, true, true)
+}
+
+/// The key positions of an EVAL-family call (COMMAND GETKEYS): `numkeys` after the script.
+pub fn key_positions(args: &[&[u8]]) -> Result<Vec<usize>, CmdError> {
+    let numkeys = numkeys(args)?;
+    Ok((3..3 + numkeys).collect())
+}
+
+fn numkeys(args: &[&[u8]]) -> Result<usize, CmdError> {
+    let numkeys = int_arg(args[2])?;
+    if numkeys > (args.len() - 3) as i64 {
+        return Err(CmdError::Static("ERR Number of keys can't be greater than number of args"));
+    }
+    if numkeys < 0 {
+        return Err(CmdError::Static("ERR Number of keys can't be negative"));
+    }
+    Ok(numkeys as usize)
+}
+
+fn eval_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], by_sha: bool, read_only: bool) -> CmdResult {
+    let numkeys = numkeys(args)?;
+    let cache = &ctx.server.scripting.cache;
+    let (sha, body) =
+        if by_sha { cache.get(args[1]).ok_or(CmdError::Static(NOSCRIPT))? } else { cache.insert(args[1]) };
+    let request = ScriptRequest {
+        sha,
+        body,
+        keys: args[3..3 + numkeys].iter().map(|a| a.to_vec()).collect(),
+        argv: args[3 + numkeys..].iter().map(|a| a.to_vec()).collect(),
+        read_only,
+    };
+    if matches!(ctx.client.block, BlockState::Denied) {
+        run_inline(ctx, &request);
+    } else {
+        // The connection runs it off its event loop (connection.rs).
+        ctx.client.pending_script = Some(Box::new(request));
+    }
+    Ok(())
+}
+
+/// Inside EXEC: runs the script here, its writes joining the transaction's record.
+fn run_inline(ctx: &mut Ctx<'_>, request: &ScriptRequest) {
+    let caller = run::Caller { handle: ctx.client.handle.clone(), db: ctx.client.db, protocol: ctx.client.protocol };
+    let mut parent = ctx.client.txn_log.take();
+    let outcome = run::execute(ctx.server, ctx.stats, &caller, request, parent.as_mut());
+    ctx.client.txn_log = parent;
+    ctx.client.last_lsn = ctx.client.last_lsn.max(outcome.last_lsn);
+    if outcome.log_failed {
+        ctx.client.close_after_reply = true;
+    }
+    ctx.out.buffer().extend_from_slice(&outcome.reply);
+}
+
+const HELP: &[&str] = &[
+    "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "DEBUG (YES|SYNC|NO)",
+    "    Set the debug mode for subsequent scripts executed.",
+    "EXISTS <sha1> [<sha1> ...]",
+    "    Return information about the existence of the scripts in the script cache.",
+    "FLUSH [ASYNC|SYNC]",
+    "    Flush the Lua scripts cache. Very dangerous on replicas.",
+    "    When called without the optional mode argument, the behavior is determined by the",
+    "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+    "    * ASYNC: Asynchronously flush the scripts cache.",
+    "    * SYNC: Synchronously flush the scripts cache.",
+    "KILL",
+    "    Kill the currently executing Lua script.",
+    "LOAD <script>",
+    "    Load a script into the scripts cache without executing it.",
+    "HELP",
+    "    Prints this help.",
+];
+
+pub fn script(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let sub = args[1];
+    let arity_ok = |ok: bool| if ok { Ok(()) } else { Err(CmdError::subcommand_arity("script", sub)) };
+    let scripting = &ctx.server.scripting;
+    if is(sub, "load") {
+        arity_ok(args.len() == 3)?;
+        let (sha, _) = scripting.cache.insert(args[2]);
+        ctx.out.bulk(sha.as_bytes());
+    } else if is(sub, "exists") {
+        arity_ok(args.len() >= 3)?;
+        ctx.out.array(args.len() - 2);
+        for sha in &args[2..] {
+            ctx.out.int(i64::from(scripting.cache.contains(sha)));
+        }
+    } else if is(sub, "flush") {
+        arity_ok(args.len() <= 3)?;
+        if args.len() == 3 && !is(args[2], "sync") && !is(args[2], "async") {
+            return Err(CmdError::Static("ERR SCRIPT FLUSH only support SYNC|ASYNC option"));
+        }
+        scripting.cache.flush();
+        ctx.out.ok();
+    } else if is(sub, "kill") {
+        arity_ok(args.len() == 2)?;
+        scripting.busy.kill().map_err(|refused| CmdError::Static(refused.message()))?;
+        ctx.out.ok();
+    } else if is(sub, "help") {
+        arity_ok(args.len() == 2)?;
+        ctx.out.array(HELP.len());
+        for line in HELP {
+            ctx.out.simple(line);
+        }
+    } else if is(sub, "debug") {
+        return Err(CmdError::Static("ERR SCRIPT DEBUG is not supported by Cairn"));
+    } else {
+        return Err(CmdError::unknown_subcommand("script", sub));
+    }
+    Ok(())
+}

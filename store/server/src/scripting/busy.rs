@@ -1,0 +1,153 @@
+//! Whether a script is running, for how long, and SCRIPT KILL.
+//!
+//! The dispatcher reads [`Busy::is_running`] (one relaxed load) before every
+//! command a client sends; while a script runs, commands wait for it to end
+//! ([`Busy::wait`]) or, once it has run past `busy-reply-threshold`, are
+//! refused with [`BUSY`].
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+/// Redis 7.0's reply to commands sent while a script is past the threshold.
+pub const BUSY: &str = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+pub const NOTBUSY: &str = "NOTBUSY No scripts in execution right now.";
+pub const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. \
+You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
+/// The error a killed script ends with (the Lua error's text).
+pub const KILLED: &str = "Script killed by user with SCRIPT KILL...";
+
+/// The running script's state (at most one script runs at a time: it holds every shard).
+#[derive(Debug, Default)]
+pub struct Busy {
+    /// Monotonic ms when the running script started, 0 when none runs.
+    started_ms: AtomicU64,
+    /// SCRIPT KILL asked the running script to stop.
+    kill: AtomicBool,
+    /// The running script called a write command (it can no longer be killed).
+    wrote: AtomicBool,
+    /// Woken when a script ends.
+    done: Notify,
+}
+
+/// Why SCRIPT KILL failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KillRefused {
+    NotBusy,
+    Unkillable,
+}
+
+impl KillRefused {
+    pub fn message(self) -> &'static str {
+        match self {
+            KillRefused::NotBusy => NOTBUSY,
+            KillRefused::Unkillable => UNKILLABLE,
+        }
+    }
+}
+
+impl Busy {
+    /// Whether a script is running (the dispatcher's per-command check).
+    #[inline]
+    pub fn is_running(&self) -> bool {
+        self.started_ms.load(Ordering::Relaxed) != 0
+    }
+
+    /// A script starts (its caller holds every shard).
+    pub fn begin(&self) {
+        self.kill.store(false, Ordering::SeqCst);
+        self.wrote.store(false, Ordering::SeqCst);
+        self.started_ms.store(cairn_engine::clock::monotonic_now_ms().max(1), Ordering::SeqCst);
+    }
+
+    /// The script ended (called before its shards are released).
+    pub fn end(&self) {
+        self.started_ms.store(0, Ordering::SeqCst);
+        self.kill.store(false, Ordering::SeqCst);
+        self.done.notify_waiters();
+    }
+
+    /// How long the running script has run, if one runs.
+    pub fn running_for_ms(&self) -> Option<u64> {
+        match self.started_ms.load(Ordering::SeqCst) {
+            0 => None,
+            started => Some(cairn_engine::clock::monotonic_now_ms().saturating_sub(started)),
+        }
+    }
+
+    /// Whether the running script has run past `threshold_ms` (0: never).
+    pub fn past_threshold(&self, threshold_ms: u64) -> bool {
+        threshold_ms != 0 && self.running_for_ms().is_some_and(|ran| ran >= threshold_ms)
+    }
+
+    pub fn note_write(&self) {
+        self.wrote.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether SCRIPT KILL asked the running script to stop.
+    #[inline]
+    pub fn kill_requested(&self) -> bool {
+        self.kill.load(Ordering::Relaxed)
+    }
+
+    /// SCRIPT KILL.
+    pub fn kill(&self) -> Result<(), KillRefused> {
+        if !self.is_running() {
+            return Err(KillRefused::NotBusy);
+        }
+        if self.wrote.load(Ordering::SeqCst) {
+            return Err(KillRefused::Unkillable);
+        }
+        self.kill.store(true, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// SHUTDOWN: stops the running script even if it wrote (its writes so far
+    /// are logged, as a script that fails midway).
+    pub fn force_kill(&self) {
+        if self.is_running() {
+            self.kill.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Waits until no script runs, or the running one has run past the
+    /// threshold (read from `threshold_ms` each time: CONFIG SET may change it).
+    pub async fn wait(&self, threshold_ms: &AtomicU64) {
+        loop {
+            let notified = self.done.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let Some(ran) = self.running_for_ms() else { return };
+            let threshold = threshold_ms.load(Ordering::Relaxed);
+            if threshold == 0 {
+                notified.await;
+                continue;
+            }
+            if ran >= threshold {
+                return;
+            }
+            let left = Duration::from_millis(threshold - ran);
+            tokio::select! {
+                _ = notified => {}
+                _ = tokio::time::sleep(left) => {}
+            }
+        }
+    }
+}
+
+/// Ends the script however its run ends (a panic included).
+pub struct Running<'a>(pub &'a Busy);
+
+impl<'a> Running<'a> {
+    pub fn start(busy: &'a Busy) -> Self {
+        busy.begin();
+        Running(busy)
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.end();
+    }
+}

@@ -1,0 +1,57 @@
+//! What a command a client sends while a script runs does: run (SCRIPT KILL,
+//! MULTI, ...: Redis's `allow-busy` commands that touch no data), wait for the
+//! script (before `busy-reply-threshold`), or fail with -BUSY (after it).
+
+use crate::commands::{is, table, Ctx};
+
+use super::busy::BUSY;
+
+/// The dispatcher's decision for one command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gate {
+    Run,
+    /// Refused with -BUSY (the reply is written).
+    Answered,
+    /// Wait until the script ends or passes the threshold, then retry.
+    Wait,
+}
+
+/// Commands Redis 7.0 flags `allow-busy` that touch no shard here (WATCH,
+/// which reads its key, waits instead).
+fn allowed_while_busy(args: &[&[u8]]) -> bool {
+    let name = args[0];
+    ["auth", "hello", "multi", "discard", "unwatch", "quit", "reset", "shutdown"].iter().any(|c| is(name, c))
+        || (is(name, "script") && args.get(1).is_some_and(|sub| is(sub, "kill")))
+}
+
+pub fn check(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Gate {
+    if allowed_while_busy(args) {
+        return Gate::Run;
+    }
+    let threshold = ctx.server.runtime.busy_reply_threshold_ms.load(std::sync::atomic::Ordering::Relaxed);
+    if !ctx.server.scripting.busy.past_threshold(threshold) {
+        return Gate::Wait;
+    }
+    reject(ctx, args);
+    Gate::Answered
+}
+
+/// Redis's rejectCommand: the error, a transaction flagged (or discarded by EXEC).
+fn reject(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
+    if let Some(index) = table::lookup(args[0]) {
+        ctx.stats.per_command[index].rejected.add(1);
+    }
+    if is(args[0], "exec") && ctx.client.multi.is_some() {
+        ctx.client.multi = None;
+        crate::commands::transactions::unwatch_all(ctx);
+        ctx.out.error(&format!("EXECABORT Transaction discarded because of: {BUSY}"));
+    } else {
+        if let Some(multi) = ctx.client.multi.as_mut() {
+            multi.aborted = true;
+        }
+        ctx.out.error(BUSY);
+    }
+    if let Some(code) = ctx.out.take_error_code() {
+        ctx.stats.record_error(code.as_str());
+    }
+}

@@ -1,0 +1,125 @@
+//! The Lua 5.1 interpreter scripts run in: one per thread that runs scripts,
+//! sandboxed as Redis's (no `os`, `io`, `loadfile`, `dofile`, `print`,
+//! `setfenv`, `getfenv`, `newproxy`, `debug`; globals read-only), with the
+//! `redis` library of `prelude.lua` and compiled scripts kept by SHA1.
+
+use std::cell::RefCell;
+
+use mlua::{Function, Lua, LuaOptions, StdLib, Table};
+
+/// Lua memory limit per interpreter: a script that allocates more fails
+/// with a Lua "not enough memory" error instead of taking the server down.
+pub const MEMORY_LIMIT_BYTES: usize = 1 << 30;
+
+const PRELUDE: &str = include_str!("prelude.lua");
+
+/// A thread's interpreter.
+pub struct LuaEnv {
+    pub lua: Lua,
+    /// The prelude's `impl` table: `run`, and the per-call functions
+    /// (`call`, `setresp`, `log`) that each run installs.
+    pub imp: Table,
+    /// Compiled scripts by SHA1.
+    functions: Table,
+    /// The script cache generation these functions belong to (SCRIPT FLUSH).
+    generation: u64,
+}
+
+thread_local! {
+    static ENV: RefCell<Option<LuaEnv>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with this thread's interpreter, creating it (or re-creating its
+/// function table after SCRIPT FLUSH) as needed.
+pub fn with_env<R>(generation: u64, f: impl FnOnce(&mut LuaEnv) -> R) -> mlua::Result<R> {
+    ENV.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(LuaEnv::new()?);
+        }
+        let Some(env) = slot.as_mut() else {
+            return Err(mlua::Error::runtime("no Lua interpreter"));
+        };
+        if env.generation != generation {
+            env.functions = env.lua.create_table()?;
+            env.generation = generation;
+            env.lua.gc_collect()?;
+        }
+        Ok(f(env))
+    })
+}
+
+/// Bytes the interpreter of this thread uses (used_memory_lua), if it exists.
+pub fn used_memory() -> Option<usize> {
+    ENV.with(|cell| cell.borrow().as_ref().map(|env| env.lua.used_memory()))
+}
+
+impl LuaEnv {
+    fn new() -> mlua::Result<Self> {
+        // SAFETY: the debug library is loaded only so that the prelude can
+        // keep `debug.getinfo` as an upvalue of its error handler; the
+        // global `debug` is removed before any script runs.
+        let lua = unsafe {
+            Lua::unsafe_new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::DEBUG, LuaOptions::new())
+        };
+        lua.set_memory_limit(MEMORY_LIMIT_BYTES)?;
+        let globals = lua.globals();
+        let debug: Table = globals.get("debug")?;
+        let getinfo: Function = debug.get("getinfo")?;
+        for name in ["debug", "loadfile", "dofile", "print", "setfenv", "getfenv", "newproxy", "module", "require"] {
+            globals.raw_set(name, mlua::Value::Nil)?;
+        }
+        let imp = lua.create_table()?;
+        imp.raw_set(
+            "sha1hex",
+            lua.create_function(|lua, s: mlua::String| lua.create_string(super::cache::sha1hex(&s.as_bytes())))?,
+        )?;
+        imp.raw_set("error_message", lua.create_function(|_, e: mlua::Error| Ok(error_message(&e)))?)?;
+        lua.load(PRELUDE).set_name("@cairn_prelude").call::<()>((imp.clone(), getinfo))?;
+        let functions = lua.create_table()?;
+        Ok(LuaEnv { lua, imp, functions, generation: 0 })
+    }
+
+    /// The compiled script `sha`, compiling `body` if needed. Err: Redis's
+    /// compile error text (`Error compiling script ...`).
+    pub fn function(&self, sha: &str, body: &[u8]) -> Result<Function, String> {
+        if let Ok(f) = self.functions.raw_get::<Function>(sha) {
+            return Ok(f);
+        }
+        let f = self
+            .lua
+            .load(body)
+            .set_name("@user_script")
+            .into_function()
+            .map_err(|e| format!("ERR Error compiling script (new function): {}", syntax_message(&e)))?;
+        self.functions.raw_set(sha, f.clone()).map_err(|e| format!("ERR {e}"))?;
+        Ok(f)
+    }
+}
+
+/// An error a Rust function raised, as the text of a Redis error reply:
+/// `redis.call`'s [`CallError`] as it is, anything else after `ERR `.
+fn error_message(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::CallbackError { cause, .. } | mlua::Error::WithContext { cause, .. } => error_message(cause),
+        mlua::Error::ExternalError(inner) => match inner.downcast_ref::<CallError>() {
+            Some(call) => call.0.clone(),
+            None => format!("ERR {inner}"),
+        },
+        mlua::Error::RuntimeError(message) => format!("ERR {message}"),
+        other => format!("ERR {other}"),
+    }
+}
+
+/// The error reply of a command `redis.call` ran, raised as a Lua error.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct CallError(pub String);
+
+/// The message of a compile error, without mlua's decoration.
+fn syntax_message(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::SyntaxError { message, .. } => message.clone(),
+        other => other.to_string(),
+    }
+}

@@ -1,0 +1,337 @@
+//! Running one script: every shard held (so it runs atomically and the
+//! commands it calls re-enter their locks), a script client whose commands
+//! go through the same [`dispatch`] as a connection's, and its writes logged
+//! as one transaction record.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use cairn_protocol::{ProtocolVersion, ReplyWriter};
+use mlua::{HookTriggers, Lua, MultiValue, Value, VmState};
+
+use super::busy::{Busy, Running, KILLED};
+use super::convert::{lua_to_reply, reply_to_lua};
+use super::lua_env::{with_env, CallError, LuaEnv};
+use crate::blocking::BlockState;
+use crate::client::{Client, ClientHandle};
+use crate::commands::{dispatch, table, Ctx};
+use crate::server::Server;
+use crate::stats::WorkerStats;
+
+/// Lua instructions between two checks of SCRIPT KILL (as Redis's hook).
+const HOOK_EVERY_INSTRUCTIONS: u32 = 100_000;
+
+/// A script to run.
+#[derive(Debug, Clone)]
+pub struct ScriptRequest {
+    pub sha: String,
+    pub body: Arc<[u8]>,
+    pub keys: Vec<Vec<u8>>,
+    pub argv: Vec<Vec<u8>>,
+    /// EVAL_RO / EVALSHA_RO: write commands are refused.
+    pub read_only: bool,
+}
+
+/// Who runs the script: the script client starts in its database.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub handle: Arc<ClientHandle>,
+    pub db: usize,
+    pub protocol: ProtocolVersion,
+}
+
+/// A script's reply and what its writes need.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub reply: Vec<u8>,
+    /// LSN of its log record (0: none); the `sync` tier waits for it.
+    pub last_lsn: u64,
+    /// Its writes ran but could not be logged: the caller must close.
+    pub log_failed: bool,
+}
+
+/// A transaction's pending log (EXEC): a script inside EXEC adds its writes there.
+pub type TxnLog = Vec<(u32, Vec<Vec<u8>>)>;
+
+/// Runs a script on this thread, holding every shard, and returns its reply.
+pub fn execute(
+    server: &Server,
+    stats: &WorkerStats,
+    caller: &Caller,
+    request: &ScriptRequest,
+    parent_txn: Option<&mut TxnLog>,
+) -> Outcome {
+    let keyspace = &server.keyspace;
+    let all: Vec<usize> = (0..keyspace.num_shards()).collect();
+    let held = keyspace.hold_shards(&all);
+    let running = Running::start(&server.scripting.busy);
+    let mut client = Client::new(caller.handle.clone(), false);
+    client.db = caller.db;
+    client.block = BlockState::Denied;
+    let wal = server.persistence.wal();
+    if wal.is_some() {
+        client.txn_log = Some(Vec::new());
+    }
+    let mut scratch = Vec::new();
+    let mut outcome = Outcome::default();
+    {
+        let now_ms = cairn_engine::clock::monotonic_now_ms();
+        let mut ctx = Ctx {
+            server,
+            client: &mut client,
+            out: ReplyWriter::new(&mut scratch, ProtocolVersion::Resp2),
+            stats,
+            now_ms,
+        };
+        let mut out = ReplyWriter::new(&mut outcome.reply, caller.protocol);
+        run_lua(&mut ctx, request, &mut out);
+        let logged = ctx.client.txn_log.take().unwrap_or_default();
+        match (parent_txn, wal) {
+            (Some(parent), _) => parent.extend(logged),
+            (None, Some(wal)) => {
+                if let Err(e) = crate::persistence::logging::log_transaction(&mut ctx, wal, logged) {
+                    tracing::error!(error = %e, "a script's writes could not be logged");
+                    outcome.log_failed = true;
+                }
+            }
+            (None, None) => {}
+        }
+    }
+    outcome.last_lsn = client.last_lsn;
+    drop(running);
+    drop(held);
+    server.blocking.serve_ready(server, stats);
+    outcome
+}
+
+/// Compiles (or finds) the script and runs it, writing its reply to `out`.
+fn run_lua(ctx: &mut Ctx<'_>, request: &ScriptRequest, out: &mut ReplyWriter<'_>) {
+    let scripting = &ctx.server.scripting;
+    let busy = scripting.busy.clone();
+    let generation = scripting.cache.generation();
+    let result = with_env(generation, |env| call_script(env, ctx, request, out, busy));
+    if let Err(e) = result {
+        out.error(&format!("ERR Error running script {}, {e}", request.sha));
+    }
+    if let Some(bytes) = super::lua_env::used_memory() {
+        scripting.set_lua_bytes(bytes);
+    }
+}
+
+/// What the functions a script calls share.
+struct CallState<'c, 'a> {
+    ctx: &'c mut Ctx<'a>,
+    resp3: bool,
+    read_only: bool,
+    busy: &'c Busy,
+}
+
+fn call_script(
+    env: &mut LuaEnv,
+    ctx: &mut Ctx<'_>,
+    request: &ScriptRequest,
+    out: &mut ReplyWriter<'_>,
+    busy: Arc<Busy>,
+) {
+    let function = match env.function(&request.sha, &request.body) {
+        Ok(f) => f,
+        Err(message) => {
+            out.error(&message);
+            return;
+        }
+    };
+    let lua = &env.lua;
+    if let Err(e) = set_arrays(lua, request) {
+        out.error(&format!("ERR {e}"));
+        return;
+    }
+    let hook_busy = busy.clone();
+    lua.set_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY_INSTRUCTIONS), move |_, _| {
+        if hook_busy.kill_requested() {
+            return Err(mlua::Error::runtime(KILLED));
+        }
+        Ok(VmState::Continue)
+    });
+    let state = RefCell::new(CallState { ctx, resp3: false, read_only: request.read_only, busy: &busy });
+    let imp = env.imp.clone();
+    let result = lua.scope(|scope| {
+        let redis: mlua::Table = imp.raw_get("redis")?;
+        redis.raw_set(
+            "call",
+            scope.create_function(|lua, args: MultiValue| match redis_call(lua, &state, args)? {
+                (Value::Table(reply), true) => {
+                    let message: String = reply.raw_get("err").unwrap_or_default();
+                    Err(mlua::Error::external(CallError(message)))
+                }
+                (reply, _) => Ok(reply),
+            })?,
+        )?;
+        redis.raw_set("pcall", scope.create_function(|lua, args: MultiValue| Ok(redis_call(lua, &state, args)?.0))?)?;
+        imp.raw_set(
+            "setresp",
+            scope.create_function(|_, version: i64| {
+                set_resp(&state, version == 3);
+                Ok(())
+            })?,
+        )?;
+        imp.raw_set(
+            "log",
+            scope.create_function(|_, (level, message): (i64, mlua::String)| {
+                log(level, &message);
+                Ok(())
+            })?,
+        )?;
+        let run: mlua::Function = imp.raw_get("run")?;
+        let (ok, value): (bool, Value) = run.call(function)?;
+        let resp3 = state.borrow().resp3;
+        if ok {
+            lua_to_reply(&value, out, resp3);
+        } else {
+            write_error(&value, out, &request.sha, busy.kill_requested());
+        }
+        Ok(())
+    });
+    lua.remove_hook();
+    for name in ["setresp", "log"] {
+        let _ = imp.raw_set(name, Value::Nil);
+    }
+    if let Ok(redis) = imp.raw_get::<mlua::Table>("redis") {
+        let _ = redis.raw_set("call", Value::Nil);
+        let _ = redis.raw_set("pcall", Value::Nil);
+    }
+    if let Err(e) = result {
+        out.error(&format!("ERR Error running script {}, {e}", request.sha));
+        let _ = lua.gc_collect();
+    }
+}
+
+/// The KEYS and ARGV globals.
+fn set_arrays(lua: &Lua, request: &ScriptRequest) -> mlua::Result<()> {
+    let globals = lua.globals();
+    for (name, items) in [("KEYS", &request.keys), ("ARGV", &request.argv)] {
+        let table = lua.create_table_with_capacity(items.len(), 0)?;
+        for (i, item) in items.iter().enumerate() {
+            table.raw_set(i + 1, lua.create_string(item)?)?;
+        }
+        globals.raw_set(name, table)?;
+    }
+    Ok(())
+}
+
+fn set_resp(state: &RefCell<CallState<'_, '_>>, resp3: bool) {
+    let mut st = state.borrow_mut();
+    st.resp3 = resp3;
+    let version = if resp3 { ProtocolVersion::Resp3 } else { ProtocolVersion::Resp2 };
+    st.ctx.out.set_version(version);
+    st.ctx.client.protocol = version;
+}
+
+fn log(level: i64, message: &mlua::String) {
+    let message = message.to_string_lossy();
+    match level {
+        0 | 1 => tracing::debug!(target: "cairn::script", "{message}"),
+        2 => tracing::info!(target: "cairn::script", "{message}"),
+        _ => tracing::warn!(target: "cairn::script", "{message}"),
+    }
+}
+
+/// `redis.call` / `redis.pcall`: the reply as a Lua value, and whether it is an error.
+fn redis_call(lua: &Lua, state: &RefCell<CallState<'_, '_>>, args: MultiValue) -> mlua::Result<(Value, bool)> {
+    let argv = match arguments(lua, args) {
+        Ok(argv) => argv,
+        Err(message) => return Ok((error_table(lua, message)?, true)),
+    };
+    let reply = call_command(&mut state.borrow_mut(), &argv);
+    match reply {
+        Err(message) => Ok((error_table(lua, message)?, true)),
+        Ok(bytes) => {
+            let failed = matches!(bytes.first(), Some(b'-' | b'!'));
+            Ok((reply_to_lua(lua, &bytes)?, failed))
+        }
+    }
+}
+
+fn arguments(lua: &Lua, args: MultiValue) -> Result<Vec<Vec<u8>>, &'static str> {
+    if args.is_empty() {
+        return Err("ERR Please specify at least one argument for this redis lib call");
+    }
+    let mut argv = Vec::with_capacity(args.len());
+    for value in args {
+        let bytes = match value {
+            Value::String(s) => s.as_bytes().to_vec(),
+            v @ (Value::Number(_) | Value::Integer(_)) => match lua.coerce_string(v) {
+                Ok(Some(s)) => s.as_bytes().to_vec(),
+                _ => return Err("ERR Lua redis lib command arguments must be strings or integers"),
+            },
+            _ => return Err("ERR Lua redis lib command arguments must be strings or integers"),
+        };
+        argv.push(bytes);
+    }
+    Ok(argv)
+}
+
+/// Runs one command for the script through the dispatcher; its reply bytes.
+fn call_command(st: &mut CallState<'_, '_>, argv: &[Vec<u8>]) -> Result<Vec<u8>, &'static str> {
+    let Some(index) = table::lookup(&argv[0]) else {
+        return Err("ERR Unknown Redis command called from script");
+    };
+    let spec = table::spec(index);
+    if super::not_allowed_from_scripts(index) {
+        return Err("ERR This Redis command is not allowed from script");
+    }
+    if !spec.arity_ok(argv.len()) {
+        return Err("ERR Wrong number of args calling Redis command from script");
+    }
+    if spec.flags & table::WRITE != 0 {
+        if st.read_only {
+            return Err("ERR Write commands are not allowed from read-only scripts.");
+        }
+        st.busy.note_write();
+    }
+    let args: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
+    dispatch(st.ctx, &args);
+    let buffer = st.ctx.out.buffer();
+    let bytes = buffer.clone();
+    buffer.clear();
+    Ok(bytes)
+}
+
+fn error_table(lua: &Lua, message: &str) -> mlua::Result<Value> {
+    let table = lua.create_table_with_capacity(0, 1)?;
+    table.raw_set("err", message)?;
+    Ok(Value::Table(table))
+}
+
+/// A failed script's reply, as Redis 7.0 words it:
+/// `<err> script: <sha>, on @user_script:<line>.`
+fn write_error(value: &Value, out: &mut ReplyWriter<'_>, sha: &str, killed: bool) {
+    let Value::Table(t) = value else {
+        let text = match value {
+            Value::String(s) => s.to_string_lossy(),
+            _ => "execution failure".to_string(),
+        };
+        out.error(&format!("ERR Error running script {sha}, {}", truncate(&text, 100)));
+        return;
+    };
+    let mut message = match t.raw_get::<Value>("err") {
+        Ok(Value::String(s)) => s.to_string_lossy(),
+        _ => "ERR unknown error".to_string(),
+    };
+    if killed {
+        message = format!("ERR {KILLED}");
+    }
+    let message = message.strip_prefix('-').unwrap_or(&message).to_string();
+    let source = t.raw_get::<Option<String>>("source").ok().flatten();
+    let line = t.raw_get::<Option<i64>>("line").ok().flatten();
+    match (source, line) {
+        (Some(source), Some(line)) => out.error(&format!("{message} script: {sha}, on {source}:{line}.")),
+        _ => out.error(&message),
+    }
+}
+
+fn truncate(text: &str, max: usize) -> &str {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => &text[..i],
+        None => text,
+    }
+}
