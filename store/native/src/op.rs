@@ -60,22 +60,45 @@ const SET_KNOWN: u8 = SET_NX | SET_XX | SET_TTL;
 /// decoded, `&[&[u8]]` when built to be encoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op<'a, L = &'a [&'a [u8]]> {
-    Get { key: &'a [u8] },
+    Get {
+        key: &'a [u8],
+    },
     /// SET key value [PX ttl_ms] [NX|XX].
-    Set { key: &'a [u8], value: &'a [u8], ttl_ms: Option<u64>, condition: SetCondition },
+    Set {
+        key: &'a [u8],
+        value: &'a [u8],
+        ttl_ms: Option<u64>,
+        condition: SetCondition,
+    },
     /// DEL key [key ...] (at least one key).
-    Del { keys: L },
+    Del {
+        keys: L,
+    },
     /// EXISTS key [key ...] (at least one key).
-    Exists { keys: L },
-    IncrBy { key: &'a [u8], delta: i64 },
+    Exists {
+        keys: L,
+    },
+    IncrBy {
+        key: &'a [u8],
+        delta: i64,
+    },
     /// PEXPIRE key ttl_ms (zero or negative deletes the key, as in Redis).
-    Expire { key: &'a [u8], ttl_ms: i64 },
+    Expire {
+        key: &'a [u8],
+        ttl_ms: i64,
+    },
     /// MGET key [key ...] (at least one key).
-    MGet { keys: L },
+    MGet {
+        keys: L,
+    },
     /// MSET key value [key value ...] (a non-empty, even number of strings).
-    MSet { items: L },
+    MSet {
+        items: L,
+    },
     /// Any command: argv with the command name first (at least one string).
-    Command { args: L },
+    Command {
+        args: L,
+    },
 }
 
 /// An operation decoded from a frame.

@@ -6,8 +6,10 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use cairn_native::encode;
-use cairn_native::reply::{put_ok_array, put_array_item, put_ok};
-use cairn_native::{decode_frame, Body, Decoded, DecodedOp, Limits, Op, OpRef, Outcome, SetCondition, Status, Strings, Value};
+use cairn_native::reply::{put_array_item, put_ok, put_ok_array};
+use cairn_native::{
+    decode_frame, Body, Decoded, DecodedOp, Limits, Op, OpRef, Outcome, SetCondition, Status, Strings, Value,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -61,7 +63,8 @@ fn random_op(rng: &mut StdRng) -> Owned {
     match rng.gen_range(0..9) {
         0 => Owned::Get(bytes(rng)),
         1 => {
-            let condition = [SetCondition::Always, SetCondition::IfAbsent, SetCondition::IfPresent][rng.gen_range(0..3)];
+            let condition =
+                [SetCondition::Always, SetCondition::IfAbsent, SetCondition::IfPresent][rng.gen_range(0..3)];
             let ttl = rng.gen_bool(0.5).then(|| rng.gen());
             Owned::Set(bytes(rng), bytes(rng), ttl, condition)
         }
