@@ -209,6 +209,11 @@ async fn write_loop(mut writer: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<
             out.extend_from_slice(&request.frame);
             next = rx.try_recv().ok();
         }
+        if shared.closed.load(Ordering::SeqCst) {
+            // The reader closed while these were queued: fail them now, not at their timeout.
+            shared.close(shared.reason());
+            return;
+        }
         if let Err(e) = writer.write_all(&out).await {
             shared.close(e.into());
             return;
