@@ -29,7 +29,7 @@ measure() { # name port cmd...
 }
 
 cport=$(free_port)
-cairn_ir=$(measure cairn "$cport" "$cairn_bin" --port "$cport" --threads 1 --admin-port 0 --data-dir "$work/cairn-data")
+cairn_ir=$(measure cairn "$cport" "$cairn_bin" --port "$cport" --threads 1 --admin-port 0 --native-port 0 --data-dir "$work/cairn-data")
 rport=$(free_port)
 redis_ir=$(measure redis "$rport" redis-server --port "$rport" --save "" --appendonly no --dir "$work")
 total_ops=$((ops * 3))

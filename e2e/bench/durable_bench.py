@@ -73,7 +73,7 @@ def server_argv(kind: str, port: int, data: Path, durable: bool, cairn: str, val
     if kind == "cairn":
         tier = "sync" if durable else "async"
         return [cairn, "--port", str(port), "--bind", "127.0.0.1", "--data-dir", str(data),
-                "--admin-port", "0", "--threads", "1", "--durability", tier, "--log-level", "warn"]
+                "--admin-port", "0", "--native-port", "0", "--threads", "1", "--durability", tier, "--log-level", "warn"]
     binary = "redis-server" if kind == "redis" else valkey
     fsync = "always" if durable else "everysec"
     return [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data), "--save", "",

@@ -225,7 +225,7 @@ def cairn_spec(args: argparse.Namespace) -> ServerSpec:
         argv = shlex.split(args.cairn_cmd)
         label = args.cairn_label or f"stand-in command: {args.cairn_cmd}"
         return ServerSpec("Cairn", argv, label, command_version([argv[0], "--version"]))
-    argv = [args.cairn_bin, "--port", "{port}", "--bind", "127.0.0.1", "--data-dir", "{dir}", "--admin-port", "0",
+    argv = [args.cairn_bin, "--port", "{port}", "--bind", "127.0.0.1", "--data-dir", "{dir}", "--admin-port", "0", "--native-port", "0",
             "--cpus", args.server_cpus]
     if args.cairn_durability:
         argv += ["--durability", args.cairn_durability]

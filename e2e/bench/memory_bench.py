@@ -92,7 +92,7 @@ def main() -> None:
                     argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                             "--appendonly", "no", "--dir", str(data)]
                 else:
-                    argv = [args.cairn_bin, "--port", str(port), "--admin-port", "0", "--threads", "1",
+                    argv = [args.cairn_bin, "--port", str(port), "--admin-port", "0", "--native-port", "0", "--threads", "1",
                             "--durability", "none", "--data-dir", str(data)]
                 empty, full, encoding = measure(argv, port, load, args.keys)
                 rows.append((kind, name, empty, full, encoding))

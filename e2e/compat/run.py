@@ -165,7 +165,7 @@ def server_command(kind: str, port: int, data_dir: Path, cairn_bin: Path) -> lis
         # unit/type/list "BRPOPLPUSH with multiple blocked clients"); across two workers that
         # order is not defined and the test can block forever. Cross-worker behaviour has its
         # own integration tests (store/server/tests).
-        return [str(cairn_bin), "--port", str(port), "--bind", HOST, "--data-dir", str(data_dir), "--admin-port", "0",
+        return [str(cairn_bin), "--port", str(port), "--bind", HOST, "--data-dir", str(data_dir), "--admin-port", "0", "--native-port", "0",
                 "--threads", "1"]
     raise ValueError(f"unknown server {kind}")
 

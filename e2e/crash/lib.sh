@@ -86,7 +86,9 @@ parse_args() {
   fi
   # Cairn's HTTP admin port: an ephemeral one, so that runs never collide on the default.
   ADMIN_PORT_ZERO=0
+  NATIVE_PORT_ZERO=0
   if [ "$SERVER_KIND" = cairn ] && "$SERVER" --help 2>/dev/null | grep -q -- --admin-port; then ADMIN_PORT_ZERO=1; fi
+  if [ "$SERVER_KIND" = cairn ] && "$SERVER" --help 2>/dev/null | grep -q -- --native-port; then NATIVE_PORT_ZERO=1; fi
   for bin in "$CRASHTEST" "$SERVER"; do
     command -v "$bin" >/dev/null || { echo "missing binary $bin (cargo build --release --workspace --bins)" >&2; exit 3; }
   done
@@ -113,6 +115,7 @@ start_server() {
   else
     cmd+=(--port "$PORT" --bind 127.0.0.1 --data-dir "$DATA_DIR")
     [ "$ADMIN_PORT_ZERO" = 1 ] && cmd+=(--admin-port 0)
+    [ "$NATIVE_PORT_ZERO" = 1 ] && cmd+=(--native-port 0)
   fi
   cmd+=("${EXTRA_ARGS[@]}")
   echo "--- start $(date +%T.%N): ${cmd[*]}" >>"$WORK/server.log"

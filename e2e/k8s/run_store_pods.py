@@ -86,6 +86,11 @@ def run_pod(cairn, sts, config_maps, workdir):
         f.write(config)
     replace_flag(args, "--port", str(resp))
     replace_flag(args, "--admin-port", str(admin))
+    # Several pods run on this one machine: each picks a free native port.
+    if "--native-port" in args:
+        replace_flag(args, "--native-port", "0")
+    else:
+        args += ["--native-port", "0"]
     replace_flag(args, "--bind", "127.0.0.1")
     replace_flag(args, "--data-dir", data_dir)
     replace_flag(args, "--config", config_file)

@@ -59,7 +59,7 @@ def wait_for(what: str, check, timeout: float = 30.0):
 def start_cairn(binary: str, work: Path) -> tuple[subprocess.Popen, int, str]:
     log = open(work / "cairn.log", "w")
     proc = subprocess.Popen(
-        [binary, "--port", "0", "--admin-port", "0", "--bind", HOST, "--data-dir", str(work / "data"),
+        [binary, "--port", "0", "--admin-port", "0", "--native-port", "0", "--bind", HOST, "--data-dir", str(work / "data"),
          "--log-format", "json", "--threads", "1"],
         stdout=log, stderr=subprocess.STDOUT)
 

@@ -23,7 +23,7 @@ if ! "$BIN/cairn" --help 2>&1 | grep -q -- "--durability"; then
 fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 start_cairn() {
-  "$BIN/cairn" --port "$port" --bind 127.0.0.1 --data-dir "$out/data" --admin-port 0 --durability sync > "$out/cairn.log" 2>&1 &
+  "$BIN/cairn" --port "$port" --bind 127.0.0.1 --data-dir "$out/data" --admin-port 0 --native-port 0 --durability sync > "$out/cairn.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 100); do
     redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && return 0

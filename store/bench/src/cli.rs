@@ -46,10 +46,24 @@ impl ServerArgs {
     }
 }
 
+/// The wire protocol of `run`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Protocol {
+    /// RESP2 (any Redis-compatible server).
+    Resp,
+    /// Cairn's native protocol; the requests of one flush (-P) go in one BATCH frame.
+    Native,
+    /// Cairn's native protocol; one REQUEST frame per request, pipelined (-P) in one write.
+    NativePipeline,
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     #[command(flatten)]
     pub server: ServerArgs,
+    /// Wire protocol (the native protocol listens on Cairn's --native-port, 7379 by default).
+    #[arg(long, value_enum, default_value_t = Protocol::Resp)]
+    pub protocol: Protocol,
     /// Operation mix: set,get,incr,lpush,hset with optional weights (set:1,get:9), or `mix`.
     #[arg(long, short = 't', default_value = "set,get")]
     pub ops: String,

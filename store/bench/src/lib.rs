@@ -8,7 +8,7 @@
 //! - [`keys`]: per-connection key ownership and self-describing values.
 //! - [`resp`]: RESP requests (encoded by hand) and replies (parsed from a buffer).
 //! - [`target`]: the [`target::Target`] / [`target::Connection`] abstraction and its RESP
-//!   implementation (the native protocol will be a second target).
+//!   implementation; [`native`]: the native binary protocol as a second target.
 //! - [`model`]: what each connection expects of every reply and of the final state.
 //! - [`driver`]: one connection's life (prefill, warm-up, measured phase, final check);
 //!   [`run`]: all connections together, merged into a [`report::RunReport`].
@@ -25,6 +25,7 @@ pub mod driver;
 pub mod keys;
 pub mod matrix;
 pub mod model;
+pub mod native;
 pub mod progress;
 pub mod report;
 pub mod resp;

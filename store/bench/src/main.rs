@@ -9,7 +9,8 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use cairn_bench::cli::{Cli, Command, RunArgs, VerifyArgs};
+use cairn_bench::cli::{Cli, Command, Protocol, RunArgs, VerifyArgs};
+use cairn_bench::native::{NativeMode, NativeTarget};
 use cairn_bench::target::RespTarget;
 use cairn_bench::{ack_log, audit, matrix, progress, run};
 use clap::Parser;
@@ -41,9 +42,20 @@ fn runtime(threads: usize) -> anyhow::Result<tokio::runtime::Runtime> {
 
 fn run_command(args: &RunArgs) -> anyhow::Result<bool> {
     let config = args.config()?;
-    let target = RespTarget::new(args.server.addr(), args.server.password.clone());
+    let (addr, password) = (args.server.addr(), args.server.password.clone());
     let show_progress = !args.no_progress && !args.json && progress::wanted();
-    let report = runtime(config.threads)?.block_on(run::run(target, config, args.ack_log.as_deref(), show_progress))?;
+    let ack_log = args.ack_log.as_deref();
+    let runtime = runtime(config.threads)?;
+    let report = match args.protocol {
+        Protocol::Resp => {
+            runtime.block_on(run::run(RespTarget::new(addr, password), config, ack_log, show_progress))?
+        }
+        Protocol::Native | Protocol::NativePipeline => {
+            let mode = if args.protocol == Protocol::Native { NativeMode::Batch } else { NativeMode::Pipeline };
+            let target = NativeTarget::new(addr, password, mode);
+            runtime.block_on(run::run(target, config, ack_log, show_progress))?
+        }
+    };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

@@ -35,6 +35,10 @@ impl Cairn {
     fn addr(&self) -> SocketAddr {
         self.running.as_ref().expect("running").addr
     }
+
+    fn native_addr(&self) -> SocketAddr {
+        self.running.as_ref().expect("running").native_addr.expect("native port")
+    }
 }
 
 impl Drop for Cairn {
@@ -103,6 +107,21 @@ async fn verifies_a_mixed_pipelined_run_and_audits_its_ack_log() {
     assert!(lossy.lost_writes >= 1);
     assert!(lossy.examples[0].contains(&String::from_utf8_lossy(&key).into_owned()), "{:?}", lossy.examples);
     let _ = std::fs::remove_file(ack_path);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verifies_mixed_runs_over_the_native_protocol() {
+    use cairn_bench::native::{NativeMode, NativeTarget};
+    let server = Cairn::start("native");
+    for (mode, pipeline) in [(NativeMode::Batch, 16), (NativeMode::Pipeline, 4), (NativeMode::Batch, 1)] {
+        let target = NativeTarget::new(server.native_addr().to_string(), None, mode);
+        let mut cfg = config("mix", 4, pipeline, 4_000);
+        cfg.namer.prefix = format!("native{}-{mode:?}-{pipeline}", std::process::id());
+        let report = run(target, cfg, None, false).await.unwrap();
+        assert!(report.verified, "{mode:?} P={pipeline}: {}", report.human());
+        assert_eq!(report.requests, 4_000);
+        assert!(report.final_state_keys_checked > 0);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

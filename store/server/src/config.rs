@@ -29,6 +29,10 @@ pub struct Args {
     /// RESP port (0 picks a free port).
     #[arg(long, env = "CAIRN_PORT")]
     pub port: Option<u16>,
+    /// Native binary protocol port (0 picks a free port; `off` disables it).
+    #[arg(long, env = "CAIRN_NATIVE_PORT", value_parser = parse_native_port, allow_hyphen_values = true)]
+    #[serde(default, deserialize_with = "deserialize_native_port")]
+    pub native_port: Option<NativePort>,
     /// Address to listen on.
     #[arg(long, env = "CAIRN_BIND")]
     pub bind: Option<String>,
@@ -94,10 +98,55 @@ pub struct Args {
     pub admin_token_file: Option<PathBuf>,
 }
 
+/// `--native-port`: a port, or `off`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NativePort {
+    Port(u16),
+    Off,
+}
+
+impl NativePort {
+    /// The port to listen on, `None` when disabled.
+    pub fn port(self) -> Option<u16> {
+        match self {
+            NativePort::Port(p) => Some(p),
+            NativePort::Off => None,
+        }
+    }
+}
+
+/// Parses `--native-port`: a port number, or `off` / `-1` / `disabled`.
+pub fn parse_native_port(text: &str) -> Result<NativePort, String> {
+    match text.trim() {
+        "off" | "-1" | "disabled" | "none" => Ok(NativePort::Off),
+        other => other
+            .parse::<u16>()
+            .map(NativePort::Port)
+            .map_err(|_| format!("`{other}` is not a port number (0-65535) or `off`")),
+    }
+}
+
+/// In the config file: `native-port = 7379` or `native-port = "off"`.
+fn deserialize_native_port<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<NativePort>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Number(i64),
+        Text(String),
+    }
+    let text = match Raw::deserialize(d)? {
+        Raw::Number(n) => n.to_string(),
+        Raw::Text(t) => t,
+    };
+    parse_native_port(&text).map(Some).map_err(serde::de::Error::custom)
+}
+
 /// The resolved configuration the server runs with.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
     pub port: u16,
+    /// Native protocol port (`None`: disabled; `Some(0)`: ephemeral).
+    pub native_port: Option<u16>,
     pub bind: String,
     pub threads: Option<usize>,
     pub cpus: Option<String>,
@@ -130,6 +179,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             port: 6379,
+            native_port: Some(7379),
             bind: "127.0.0.1".to_string(),
             threads: None,
             cpus: None,
@@ -199,6 +249,10 @@ impl Config {
                 .unwrap_or(d.snapshot_interval_secs),
             unsafe_skip_fsync: args.unsafe_skip_fsync.or(file.unsafe_skip_fsync).unwrap_or(false),
             port: args.port.or(file.port).unwrap_or(d.port),
+            native_port: match args.native_port.or(file.native_port) {
+                Some(given) => given.port(),
+                None => d.native_port,
+            },
             admin_port: args.admin_port.or(file.admin_port).unwrap_or(d.admin_port),
             admin_bind: args.admin_bind.or(file.admin_bind).unwrap_or_else(|| bind.clone()),
             admin_token,
@@ -253,6 +307,7 @@ impl Config {
     pub fn for_tests(data_dir: &Path) -> Config {
         Config {
             port: 0,
+            native_port: Some(0),
             threads: Some(1),
             data_dir: data_dir.to_path_buf(),
             wal_segment_bytes: 1 << 20,
@@ -328,6 +383,29 @@ mod tests {
         std::fs::write(&file, "\n").unwrap();
         let args = Args::parse_from(["cairn", "--admin-token-file", file.to_str().unwrap()]);
         assert!(Config::resolve(args).is_err(), "an empty token file is an error");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn native_port_flag() {
+        let config = Config::resolve(Args::parse_from(["cairn"])).unwrap();
+        assert_eq!(config.native_port, Some(7379));
+        let config = Config::resolve(Args::parse_from(["cairn", "--native-port", "0"])).unwrap();
+        assert_eq!(config.native_port, Some(0));
+        for off in ["off", "-1"] {
+            let config = Config::resolve(Args::parse_from(["cairn", "--native-port", off])).unwrap();
+            assert_eq!(config.native_port, None);
+        }
+        assert!(Args::try_parse_from(["cairn", "--native-port", "x"]).is_err());
+        let dir = std::env::temp_dir().join(format!("cairn-config-test4-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("cairn.toml");
+        std::fs::write(&file, "native-port = \"off\"\n").unwrap();
+        let config = Config::resolve(Args::parse_from(["cairn", "--config", file.to_str().unwrap()])).unwrap();
+        assert_eq!(config.native_port, None);
+        std::fs::write(&file, "native-port = 7400\n").unwrap();
+        let config = Config::resolve(Args::parse_from(["cairn", "--config", file.to_str().unwrap()])).unwrap();
+        assert_eq!(config.native_port, Some(7400));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

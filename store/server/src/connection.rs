@@ -26,9 +26,9 @@ const READ_CHUNK: usize = 16 * 1024;
 const SHRINK_ABOVE: usize = 1024 * 1024;
 
 /// Removes the client from the registry however the connection ends.
-struct Registration<'a> {
-    server: &'a Server,
-    id: u64,
+pub(crate) struct Registration<'a> {
+    pub(crate) server: &'a Server,
+    pub(crate) id: u64,
 }
 
 impl Drop for Registration<'_> {
@@ -186,7 +186,7 @@ async fn connection_loop(
 /// In the `sync` tier, waits until this client's last write is durable
 /// before its replies go out. False when the log failed: the connection is
 /// closed without the replies, since the writes will never be durable.
-async fn await_durable(server: &Server, lsn: u64) -> bool {
+pub(crate) async fn await_durable(server: &Server, lsn: u64) -> bool {
     let p = &server.persistence;
     if p.tier != cairn_engine::durability::Tier::Sync || lsn == 0 {
         return true;
@@ -245,7 +245,7 @@ async fn write_messages(
 
 /// Reads more bytes, honouring CONFIG `timeout` (idle clients are closed;
 /// as in Redis, subscribers are exempt: `timed` is false for them).
-async fn read_with_timeout(
+pub(crate) async fn read_with_timeout(
     server: &Server,
     stream: &mut TcpStream,
     input: &mut Vec<u8>,
@@ -293,7 +293,7 @@ async fn wait_unblocked(
     }
 }
 
-fn shrink_if_idle(buf: &mut Vec<u8>) {
+pub(crate) fn shrink_if_idle(buf: &mut Vec<u8>) {
     if buf.is_empty() && buf.capacity() > SHRINK_ABOVE {
         *buf = Vec::with_capacity(READ_CHUNK);
     }
@@ -372,7 +372,7 @@ fn execute_batch(
 
 /// Empties a vector of borrowed slices and returns its allocation with a
 /// `'static` element type (in-place collection reuses the buffer).
-fn recycle(mut args: Vec<&[u8]>) -> Vec<&'static [u8]> {
+pub(crate) fn recycle(mut args: Vec<&[u8]>) -> Vec<&'static [u8]> {
     args.clear();
     args.into_iter().map(|_| -> &'static [u8] { &[] }).collect()
 }

@@ -11,6 +11,8 @@
 //!   accepts connections and runs active expiry ([`expiry`]) for its share
 //!   of the shards.
 //! - [`connection`]: one client: read a batch, execute it, one write.
+//! - [`native`]: the native binary protocol's connections (same workers,
+//!   same commands, same WAL as RESP).
 //! - [`commands`]: the command table, the dispatcher, one file per family.
 //! - [`client`]: per-connection state and the registry CLIENT LIST reads.
 //! - [`blocking`]: clients blocked in BLPOP and friends, and how they are served.
@@ -45,6 +47,7 @@ pub mod listener;
 pub mod logging;
 pub mod maxmemory;
 pub mod metrics;
+pub mod native;
 pub mod notify;
 pub mod persistence;
 pub mod pubsub;
@@ -75,6 +78,8 @@ pub enum StartError {
     /// Another server or an embedded database holds `DATA_DIR/LOCK`.
     #[error(transparent)]
     Locked(#[from] persistence::lock::LockError),
+    #[error("cannot listen on {addr} (native port): {source}")]
+    NativeListen { addr: String, source: std::io::Error },
     #[error("cannot listen on {addr} (admin port): {source}")]
     AdminListen { addr: String, source: std::io::Error },
     #[error("cannot start worker thread: {0}")]
@@ -88,6 +93,8 @@ pub enum StartError {
 pub struct RunningServer {
     /// The address the RESP listener is bound to (with the actual port).
     pub addr: SocketAddr,
+    /// The address the native protocol listener is bound to, if enabled.
+    pub native_addr: Option<SocketAddr>,
     /// The address the HTTP admin server is bound to (with the actual port).
     pub admin_addr: SocketAddr,
     pub server: Arc<Server>,
@@ -127,6 +134,7 @@ pub fn start(config: Config, shutdown: Shutdown) -> Result<RunningServer, StartE
     let listen_error = |source| StartError::Listen { addr: format!("{}:{}", config.bind, config.port), source };
     let wanted = listener::resolve(&config.bind, config.port).map_err(listen_error)?;
     let (addr, listeners) = listener::bind_all(wanted, plan.len()).map_err(listen_error)?;
+    let (native_addr, native_listeners) = bind_native(&config, plan.len())?;
     let (admin_addr, admin_listener) = admin::bind(&config.admin_bind, config.admin_port).map_err(|source| {
         StartError::AdminListen { addr: format!("{}:{}", config.admin_bind, config.admin_port), source }
     })?;
@@ -134,8 +142,10 @@ pub fn start(config: Config, shutdown: Shutdown) -> Result<RunningServer, StartE
     let _ = quanta::Instant::now();
     let server = Arc::new(Server::new(config, addr.port(), plan.len(), shutdown));
     let mut threads = Vec::with_capacity(plan.len() + 2);
+    let mut native_listeners = native_listeners.into_iter();
     for (index, (cpu, listener)) in plan.iter().zip(listeners).enumerate() {
-        match worker::spawn(server.clone(), index, *cpu, listener) {
+        let listeners = worker::Listeners { resp: listener, native: native_listeners.next() };
+        match worker::spawn(server.clone(), index, *cpu, listeners) {
             Ok(t) => threads.push(t),
             Err(e) => {
                 server.shutdown.trigger();
@@ -179,12 +189,27 @@ pub fn start(config: Config, shutdown: Shutdown) -> Result<RunningServer, StartE
     tracing::info!(
         %addr,
         %admin_addr,
+        native_addr = ?native_addr,
         workers = plan.len(),
         cpus = ?plan,
         data_dir = %server.config.data_dir.display(),
         "Ready to accept connections"
     );
-    Ok(RunningServer { addr, admin_addr, server, threads, _lock: lock })
+    Ok(RunningServer { addr, native_addr, admin_addr, server, threads, _lock: lock })
+}
+
+/// Binds one native-protocol listener per worker, unless the port is off.
+fn bind_native(
+    config: &Config,
+    workers: usize,
+) -> Result<(Option<SocketAddr>, Vec<std::net::TcpListener>), StartError> {
+    let Some(port) = config.native_port else {
+        return Ok((None, Vec::new()));
+    };
+    let native_error = |source| StartError::NativeListen { addr: format!("{}:{}", config.bind, port), source };
+    let wanted = listener::resolve(&config.bind, port).map_err(native_error)?;
+    let (addr, listeners) = listener::bind_all(wanted, workers).map_err(native_error)?;
+    Ok((Some(addr), listeners))
 }
 
 /// Runs the server until `shutdown` is triggered.

@@ -26,9 +26,21 @@ pub fn bind_reuseport(addr: SocketAddr) -> io::Result<TcpListener> {
     Ok(socket.into())
 }
 
+/// Fails with `AddrInUse` when anything listens on `addr` already. Without
+/// this check a second server would join the first one's SO_REUSEPORT group
+/// and silently share its connections, where Redis fails to start.
+fn ensure_free(addr: SocketAddr) -> io::Result<()> {
+    let probe = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    probe.set_reuse_address(true)?;
+    probe.bind(&addr.into())
+}
+
 /// Binds `count` listeners on one address. When the port is 0, the first
 /// socket picks it and the others join that port.
 pub fn bind_all(addr: SocketAddr, count: usize) -> io::Result<(SocketAddr, Vec<TcpListener>)> {
+    if addr.port() != 0 {
+        ensure_free(addr)?;
+    }
     let first = bind_reuseport(addr)?;
     let actual = first.local_addr()?;
     let mut listeners = vec![first];
@@ -36,4 +48,25 @@ pub fn bind_all(addr: SocketAddr, count: usize) -> io::Result<(SocketAddr, Vec<T
         listeners.push(bind_reuseport(actual)?);
     }
     Ok((actual, listeners))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_server_on_the_same_port_is_refused() {
+        let loopback: SocketAddr = ([127, 0, 0, 1], 0).into();
+        let (addr, _first) = bind_all(loopback, 2).expect("first bind");
+        let second = bind_all(addr, 2).expect_err("the port is taken");
+        assert_eq!(second.kind(), io::ErrorKind::AddrInUse);
+    }
+
+    #[test]
+    fn a_free_port_binds_one_listener_per_worker() {
+        let loopback: SocketAddr = ([127, 0, 0, 1], 0).into();
+        let (addr, listeners) = bind_all(loopback, 3).expect("bind");
+        assert_eq!(listeners.len(), 3);
+        assert!(listeners.iter().all(|l| l.local_addr().ok() == Some(addr)));
+    }
 }

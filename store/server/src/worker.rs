@@ -12,12 +12,20 @@ use tokio::task::LocalSet;
 
 use crate::server::Server;
 
+/// A worker's listening sockets.
+#[derive(Debug)]
+pub struct Listeners {
+    pub resp: StdListener,
+    /// The native protocol's listener, unless `--native-port off`.
+    pub native: Option<StdListener>,
+}
+
 /// Starts worker `index` on its own thread.
 pub fn spawn(
     server: Arc<Server>,
     index: usize,
     cpu: Option<usize>,
-    listener: StdListener,
+    listener: Listeners,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new().name(format!("cairn-worker-{index}")).spawn(move || {
         if let Some(cpu) = cpu {
@@ -38,9 +46,11 @@ pub fn spawn(
     })
 }
 
-async fn run(server: Arc<Server>, index: usize, listener: StdListener) {
-    let listener = match TcpListener::from_std(listener) {
-        Ok(l) => l,
+async fn run(server: Arc<Server>, index: usize, listeners: Listeners) {
+    let registered = TcpListener::from_std(listeners.resp)
+        .and_then(|resp| Ok((resp, listeners.native.map(TcpListener::from_std).transpose()?)));
+    let (listener, native) = match registered {
+        Ok(pair) => pair,
         Err(e) => {
             tracing::error!(worker = index, error = %e, "cannot register the listener");
             server.shutdown.trigger();
@@ -61,7 +71,26 @@ async fn run(server: Arc<Server>, index: usize, listener: StdListener) {
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
             },
+            accepted = accept_native(native.as_ref()) => match accepted {
+                Ok((stream, peer)) => {
+                    tokio::task::spawn_local(crate::native::serve(server.clone(), stream, peer, index, stats.clone()));
+                }
+                Err(e) => {
+                    tracing::warn!(worker = index, error = %e, "native accept failed");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            },
         }
+    }
+}
+
+/// Accepts on the native listener; never resolves when there is none.
+async fn accept_native(
+    listener: Option<&TcpListener>,
+) -> std::io::Result<(tokio::net::TcpStream, std::net::SocketAddr)> {
+    match listener {
+        Some(l) => l.accept().await,
+        None => std::future::pending().await,
     }
 }
 

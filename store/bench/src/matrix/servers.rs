@@ -82,11 +82,22 @@ pub fn argv(system: &SystemConfig, binary: &str, port: u16, dir: &Path) -> Vec<S
             argv
         }
         ServerKind::Cairn => {
-            let mut argv: Vec<String> =
-                [binary, "--port", &port, "--bind", "127.0.0.1", "--data-dir", &dir, "--admin-port", "0"]
-                    .iter()
-                    .map(|s| s.to_string())
-                    .collect();
+            let mut argv: Vec<String> = [
+                binary,
+                "--port",
+                &port,
+                "--bind",
+                "127.0.0.1",
+                "--data-dir",
+                &dir,
+                "--admin-port",
+                "0",
+                "--native-port",
+                "0",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
             if let Some(tier) = &system.durability {
                 argv.extend(["--durability".to_string(), tier.clone()]);
             }
@@ -232,7 +243,10 @@ mod tests {
 
     #[test]
     fn cairn_gets_durability_only_when_configured() {
-        assert_eq!(argv_for(ServerKind::Cairn, None), "bin --port 1 --bind 127.0.0.1 --data-dir /d --admin-port 0");
+        assert_eq!(
+            argv_for(ServerKind::Cairn, None),
+            "bin --port 1 --bind 127.0.0.1 --data-dir /d --admin-port 0 --native-port 0"
+        );
         assert!(argv_for(ServerKind::Cairn, Some("sync")).ends_with("--durability sync"));
     }
 }

@@ -1,0 +1,210 @@
+//! One native connection: handshake, then read a batch of frames, execute
+//! them all, wait until their writes are durable when asked (or in the
+//! `sync` tier), and answer the whole batch with one write.
+
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use cairn_native::{decode_frame, encode, Body, DecodeError, Decoded, Limits, Status};
+use cairn_protocol::ProtocolVersion;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+
+use super::execute::{self, Exec};
+use super::handshake::greet;
+use super::session::Session;
+use crate::client::{Client, ClientHandle};
+use crate::connection::{read_with_timeout, shrink_if_idle, Registration};
+use crate::server::Server;
+use crate::stats::WorkerStats;
+
+/// Smallest free space kept in the read buffer before a read.
+const READ_CHUNK: usize = 16 * 1024;
+
+/// Why a native connection ended early.
+#[derive(Debug, thiserror::Error)]
+enum NativeEnd {
+    #[error("i/o: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("{0} bytes of unanswered input exceed client-query-buffer-limit")]
+    QueryBufferLimit(usize),
+}
+
+/// Serves one native connection until it closes, is killed, or the server stops.
+pub async fn serve(
+    server: Arc<Server>,
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    worker: usize,
+    stats: Arc<WorkerStats>,
+) {
+    stats.connections_received.add(1);
+    let _ = stream.set_nodelay(true);
+    if server.clients.len() >= server.runtime.maxclients.load(Ordering::Relaxed) {
+        stats.rejected_connections.add(1);
+        let mut out = Vec::new();
+        encode::fatal(&mut out, 0, Status::TooManyClients, b"ERR max number of clients reached");
+        let _ = stream.write_all(&out).await;
+        return;
+    }
+    let local = stream.local_addr().unwrap_or(peer);
+    let now = cairn_engine::clock::now_ms();
+    let handle = Arc::new(ClientHandle::new(server.clients.next_id(), peer, local, stream.as_raw_fd(), worker, now));
+    server.clients.register(handle.clone());
+    let _registration = Registration { server: &server, id: handle.id };
+    let mut client = Client::new(handle.clone(), server.requires_auth());
+    client.set_protocol(ProtocolVersion::Resp3);
+    if let Err(e) = connection_loop(&server, &mut stream, &mut client, &stats).await {
+        tracing::debug!(client = handle.id, error = %e, "native connection closed with an error");
+    }
+    let watched: Vec<(usize, Vec<u8>)> = client.watched.drain(..).map(|w| (w.db, w.key)).collect();
+    server.watches.forget(handle.id, &watched);
+}
+
+/// What one pass over the read buffer did.
+struct Pass {
+    /// Input bytes consumed.
+    consumed: usize,
+    /// A frame asked for a durable reply.
+    durable: bool,
+    /// Close once the output is written (fatal error, failed handshake, QUIT).
+    close: bool,
+}
+
+async fn connection_loop(
+    server: &Server,
+    stream: &mut TcpStream,
+    client: &mut Client,
+    stats: &WorkerStats,
+) -> Result<(), NativeEnd> {
+    let mut input: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    let mut output: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    let mut session = Session::default();
+    let handle = client.handle.clone();
+    let killed = handle.killed();
+    tokio::pin!(killed);
+    loop {
+        if input.capacity() - input.len() < READ_CHUNK / 4 {
+            input.reserve(READ_CHUNK.max(input.len()));
+        }
+        let read = tokio::select! {
+            biased;
+            _ = &mut killed => return Ok(()),
+            read = read_with_timeout(server, stream, &mut input, true) => read?,
+        };
+        if read == 0 {
+            return Ok(());
+        }
+        stats.net_input_bytes.add(read as u64);
+        let pass = execute_frames(server, client, stats, &mut session, &input, &mut output);
+        input.drain(..pass.consumed);
+        if !await_durable(server, client.last_lsn, pass.durable).await {
+            return Ok(());
+        }
+        if !output.is_empty() {
+            stream.write_all(&output).await?;
+            stats.net_output_bytes.add(output.len() as u64);
+            output.clear();
+        }
+        if pass.close {
+            return Ok(());
+        }
+        let limit = server.runtime.client_query_buffer_limit.load(Ordering::Relaxed);
+        if input.len() > limit {
+            encode::fatal(&mut output, 0, Status::LimitExceeded, b"ERR client-query-buffer-limit exceeded");
+            stream.write_all(&output).await?;
+            return Err(NativeEnd::QueryBufferLimit(input.len()));
+        }
+        shrink_if_idle(&mut input);
+        shrink_if_idle(&mut output);
+        shrink_if_idle(&mut session.scratch);
+    }
+}
+
+/// Waits until `lsn` is durable when a frame asked for it, or always in the
+/// `sync` tier (as RESP does). False when the log failed: the connection
+/// closes without the replies, since the writes will never be durable.
+async fn await_durable(server: &Server, lsn: u64, asked: bool) -> bool {
+    if !asked {
+        return crate::connection::await_durable(server, lsn).await;
+    }
+    let p = &server.persistence;
+    if lsn == 0 || p.wal().is_some_and(|w| w.durable_lsn() >= lsn) {
+        return true;
+    }
+    match p.wait_durable(lsn).await {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::error!(error = %e, "closing a native client whose writes cannot be made durable");
+            false
+        }
+    }
+}
+
+/// The decoder's limits: frames may not exceed the query buffer limit.
+fn limits(server: &Server) -> Limits {
+    let query_limit = server.runtime.client_query_buffer_limit.load(Ordering::Relaxed);
+    let defaults = Limits::default();
+    Limits { max_frame_len: defaults.max_frame_len.min(query_limit), ..defaults }
+}
+
+/// Executes every complete frame in `input`, appending replies to `output`.
+fn execute_frames(
+    server: &Server,
+    client: &mut Client,
+    stats: &WorkerStats,
+    session: &mut Session,
+    input: &[u8],
+    output: &mut Vec<u8>,
+) -> Pass {
+    let limits = limits(server);
+    let now_ms = cairn_engine::clock::now_ms();
+    let mut exec = Exec { server, client, stats, session, now_ms };
+    let mut pass = Pass { consumed: 0, durable: false, close: false };
+    while pass.consumed < input.len() && !pass.close {
+        let (frame, used) = match decode_frame(&input[pass.consumed..], &limits) {
+            Ok(Decoded::Incomplete) => break,
+            Ok(Decoded::Complete { frame, consumed }) => (frame, consumed),
+            Err(e) => {
+                refuse_malformed(exec.client, &e, output);
+                pass.close = true;
+                pass.consumed = input.len();
+                break;
+            }
+        };
+        pass.consumed += used;
+        if !exec.session.greeted {
+            exec.session.greeted = greet(&mut exec, &frame, output);
+            pass.close = !exec.session.greeted;
+            continue;
+        }
+        pass.durable |= frame.durable();
+        match frame.body {
+            Body::Request(op) => execute::request(&mut exec, frame.id, frame.durable(), &op, output),
+            Body::Batch(ops) => execute::batch(&mut exec, frame.id, frame.durable(), &ops, output),
+            _ => {
+                let message = format!("ERR frame kind {:?} is not a request", frame.kind);
+                encode::fatal(output, frame.id, Status::ProtocolError, message.as_bytes());
+                pass.close = true;
+            }
+        }
+        pass.close |= exec.client.close_after_reply;
+    }
+    exec.client.handle.last_interaction_ms.store(now_ms, Ordering::Relaxed);
+    pass
+}
+
+/// A malformed frame: an ERROR frame, then the connection closes.
+fn refuse_malformed(client: &Client, error: &DecodeError, output: &mut Vec<u8>) {
+    tracing::debug!(client = client.id(), error = %error, "native protocol error");
+    let status = match error {
+        DecodeError::FrameTooLarge { .. } | DecodeError::BatchSize { .. } | DecodeError::ListSize { .. } => {
+            Status::LimitExceeded
+        }
+        _ => Status::ProtocolError,
+    };
+    let message = format!("ERR {error}");
+    encode::fatal(output, 0, status, message.as_bytes());
+}
