@@ -431,15 +431,16 @@ impl Shared {
 
     /// A round on the calling thread, unless another round is writing (then
     /// false: the caller waits for the durable LSN instead). Caller threads
-    /// share one sync handle (index `syncers`), so their fdatasyncs queue on
-    /// it and a queued one that finds its bytes already covered skips.
+    /// share the first syncer's handle with it, so all their fdatasyncs queue
+    /// on one handle and a queued one that finds its bytes already covered
+    /// skips (group commit across callers and the syncer).
     fn try_round(&self, sync: bool) -> bool {
         if self.health.load(Ordering::Acquire) == HEALTH_FAILED {
             return false;
         }
         match self.carry.try_lock() {
             Some(carry) => {
-                self.round_locked(carry, sync, self.syncers);
+                self.round_locked(carry, sync, 0);
                 true
             }
             None => false,
@@ -532,20 +533,25 @@ impl Shared {
         if self.durable.load(Ordering::Acquire) >= plan.written {
             return;
         }
-        let synced = handle.sync_data();
-        drop(handle);
-        if let Err(e) = synced {
+        // Everything written by now (other rounds' bytes too) was written
+        // before this fdatasync begins, so it covers all of it.
+        let covers = self.written.load(Ordering::Acquire).max(plan.written);
+        if let Err(e) = handle.sync_data() {
+            drop(handle);
             self.fail(format!("fdatasync of WAL segment {}: {e}", plan.segment));
             return;
         }
         if self.health.load(Ordering::Acquire) == HEALTH_FAILED {
             return;
         }
-        let before = self.durable.fetch_max(plan.written, Ordering::AcqRel);
-        let group = plan.written.saturating_sub(before);
+        // Published before the handle is released, so a round queued on it
+        // sees that this fdatasync covered its bytes and skips its own.
+        let before = self.durable.fetch_max(covers, Ordering::AcqRel);
+        drop(handle);
+        let group = covers.saturating_sub(before);
         self.stats.record_sync(started.elapsed(), group);
         if group > 0 {
-            (self.on_durable)(plan.written);
+            (self.on_durable)(covers);
         }
     }
 
