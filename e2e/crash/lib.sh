@@ -119,11 +119,14 @@ start_server() {
   fi
   cmd+=("${EXTRA_ARGS[@]}")
   echo "--- start $(date +%T.%N): ${cmd[*]}" >>"$WORK/server.log"
-  "${cmd[@]}" >>"$WORK/server.log" 2>&1 &
+  # No backtraces in the log: a start-up error must show as its message.
+  RUST_BACKTRACE=0 RUST_LIB_BACKTRACE=0 "${cmd[@]}" >>"$WORK/server.log" 2>&1 &
   SERVER_PID=$!
   if ! "$CRASHTEST" ping --addr "127.0.0.1:$PORT" --timeout 120 >>"$WORK/harness.log" 2>&1; then
-    echo "server did not become ready; last lines of its log:" >&2
+    echo "server did not become ready; last lines of its log (and of the harness's):" >&2
     tail -20 "$WORK/server.log" >&2
+    tail -5 "$WORK/harness.log" >&2
+    ss -tanp 2>/dev/null | grep -E ":$PORT\b" >&2 || true
     exit 3
   fi
 }
