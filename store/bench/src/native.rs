@@ -15,7 +15,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::resp::{parse_reply, ProtocolError, Reply};
-use crate::target::{Connection, Target, TargetError};
+use crate::target::{connect_tcp, Connection, Target, TargetError};
 
 /// How queued requests are framed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,12 +45,7 @@ impl Target for NativeTarget {
     type Conn = NativeConnection;
 
     async fn connect(&self) -> Result<NativeConnection, TargetError> {
-        let connecting = TcpStream::connect(&self.addr);
-        let stream = tokio::time::timeout(self.connect_timeout, connecting)
-            .await
-            .map_err(|_| TargetError::ConnectTimeout(self.addr.clone()))?
-            .map_err(|source| TargetError::Connect { addr: self.addr.clone(), source })?;
-        stream.set_nodelay(true).map_err(|source| TargetError::Io { addr: self.addr.clone(), source })?;
+        let stream = connect_tcp(&self.addr, self.connect_timeout).await?;
         let mut conn = NativeConnection::new(stream, self.addr.clone(), self.mode);
         conn.handshake(self.password.as_deref()).await?;
         Ok(conn)

@@ -61,16 +61,22 @@ impl RespTarget {
     }
 }
 
+/// A TCP connection to `addr` with Nagle off, or a typed error once
+/// `timeout` has passed (every target connects this way).
+pub async fn connect_tcp(addr: &str, timeout: Duration) -> Result<TcpStream, TargetError> {
+    let stream = tokio::time::timeout(timeout, TcpStream::connect(addr))
+        .await
+        .map_err(|_| TargetError::ConnectTimeout(addr.to_string()))?
+        .map_err(|source| TargetError::Connect { addr: addr.to_string(), source })?;
+    stream.set_nodelay(true).map_err(|source| TargetError::Io { addr: addr.to_string(), source })?;
+    Ok(stream)
+}
+
 impl Target for RespTarget {
     type Conn = RespConnection;
 
     async fn connect(&self) -> Result<RespConnection, TargetError> {
-        let connecting = TcpStream::connect(&self.addr);
-        let stream = tokio::time::timeout(self.connect_timeout, connecting)
-            .await
-            .map_err(|_| TargetError::ConnectTimeout(self.addr.clone()))?
-            .map_err(|source| TargetError::Connect { addr: self.addr.clone(), source })?;
-        stream.set_nodelay(true).map_err(|source| TargetError::Io { addr: self.addr.clone(), source })?;
+        let stream = connect_tcp(&self.addr, self.connect_timeout).await?;
         let mut conn = RespConnection::new(stream, self.addr.clone());
         if let Some(password) = &self.password {
             conn.queue(&[b"AUTH", password.as_bytes()]);

@@ -3,7 +3,6 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::os::fd::AsRawFd;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -13,8 +12,9 @@ use cairn_protocol::{parse_request, Argv, Limits, Parsed, ReplyWriter};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::admission::{admit, release};
 use crate::blocking::{BlockState, Waiter};
-use crate::client::{Client, ClientHandle};
+use crate::client::Client;
 use crate::commands::{dispatch, Ctx};
 use crate::scripting::gate::Gate;
 use crate::server::Server;
@@ -25,18 +25,6 @@ const READ_CHUNK: usize = 16 * 1024;
 /// Buffers above this size are shrunk back when idle.
 const SHRINK_ABOVE: usize = 1024 * 1024;
 
-/// Removes the client from the registry however the connection ends.
-pub(crate) struct Registration<'a> {
-    pub(crate) server: &'a Server,
-    pub(crate) id: u64,
-}
-
-impl Drop for Registration<'_> {
-    fn drop(&mut self) {
-        self.server.clients.unregister(self.id);
-    }
-}
-
 /// Serves one connection until it closes, is killed, or the server stops.
 pub async fn serve(
     server: Arc<Server>,
@@ -45,28 +33,14 @@ pub async fn serve(
     worker: usize,
     stats: Arc<WorkerStats>,
 ) {
-    stats.connections_received.add(1);
-    let _ = stream.set_nodelay(true);
-    let maxclients = server.runtime.maxclients.load(Ordering::Relaxed);
-    if server.clients.len() >= maxclients {
-        stats.rejected_connections.add(1);
-        let _ = stream.write_all(b"-ERR max number of clients reached\r\n").await;
+    let refuse = |out: &mut Vec<u8>| out.extend_from_slice(b"-ERR max number of clients reached\r\n");
+    let Some((mut client, _registration)) = admit(&server, &mut stream, peer, worker, &stats, refuse).await else {
         return;
-    }
-    let local = stream.local_addr().unwrap_or(peer);
-    let now = cairn_engine::clock::now_ms();
-    let handle = Arc::new(ClientHandle::new(server.clients.next_id(), peer, local, stream.as_raw_fd(), worker, now));
-    server.clients.register(handle.clone());
-    let _registration = Registration { server: &server, id: handle.id };
-    let mut client = Client::new(handle.clone(), server.requires_auth());
+    };
     if let Err(e) = connection_loop(&server, &mut stream, &mut client, &stats).await {
-        tracing::debug!(client = handle.id, error = %e, "connection closed with an error");
+        tracing::debug!(client = client.id(), error = %e, "connection closed with an error");
     }
-    let watched: Vec<(usize, Vec<u8>)> = client.watched.drain(..).map(|w| (w.db, w.key)).collect();
-    server.watches.forget(handle.id, &watched);
-    if let Some(subscriptions) = client.pubsub.take() {
-        server.pubsub.forget(&subscriptions);
-    }
+    release(&server, &mut client);
 }
 
 /// Why a connection loop ended early.

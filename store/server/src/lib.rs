@@ -10,7 +10,8 @@
 //! - [`worker`]: a pinned thread with a single-threaded tokio event loop that
 //!   accepts connections and runs active expiry ([`expiry`]) for its share
 //!   of the shards.
-//! - [`connection`]: one client: read a batch, execute it, one write.
+//! - [`connection`]: one client: read a batch, execute it, one write;
+//!   `admission`: maxclients and the client registry, for both protocols.
 //! - [`native`]: the native binary protocol's connections (same workers,
 //!   same commands, same WAL as RESP).
 //! - [`commands`]: the command table, the dispatcher, one file per family.
@@ -34,6 +35,7 @@
 //! binary calls [`run`].
 
 pub mod admin;
+mod admission;
 pub mod blocking;
 pub mod client;
 pub mod commands;

@@ -3,7 +3,6 @@
 //! `sync` tier), and answer the whole batch with one write.
 
 use std::net::SocketAddr;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -15,8 +14,9 @@ use tokio::net::TcpStream;
 use super::execute::{self, Exec};
 use super::handshake::greet;
 use super::session::Session;
-use crate::client::{Client, ClientHandle};
-use crate::connection::{read_with_timeout, shrink_if_idle, Registration};
+use crate::admission::{admit, release};
+use crate::client::Client;
+use crate::connection::{read_with_timeout, shrink_if_idle};
 use crate::server::Server;
 use crate::stats::WorkerStats;
 
@@ -40,27 +40,17 @@ pub async fn serve(
     worker: usize,
     stats: Arc<WorkerStats>,
 ) {
-    stats.connections_received.add(1);
-    let _ = stream.set_nodelay(true);
-    if server.clients.len() >= server.runtime.maxclients.load(Ordering::Relaxed) {
-        stats.rejected_connections.add(1);
-        let mut out = Vec::new();
-        encode::fatal(&mut out, 0, Status::TooManyClients, b"ERR max number of clients reached");
-        let _ = stream.write_all(&out).await;
+    let refuse = |out: &mut Vec<u8>| {
+        encode::fatal(out, 0, Status::TooManyClients, b"ERR max number of clients reached");
+    };
+    let Some((mut client, _registration)) = admit(&server, &mut stream, peer, worker, &stats, refuse).await else {
         return;
-    }
-    let local = stream.local_addr().unwrap_or(peer);
-    let now = cairn_engine::clock::now_ms();
-    let handle = Arc::new(ClientHandle::new(server.clients.next_id(), peer, local, stream.as_raw_fd(), worker, now));
-    server.clients.register(handle.clone());
-    let _registration = Registration { server: &server, id: handle.id };
-    let mut client = Client::new(handle.clone(), server.requires_auth());
+    };
     client.set_protocol(ProtocolVersion::Resp3);
     if let Err(e) = connection_loop(&server, &mut stream, &mut client, &stats).await {
-        tracing::debug!(client = handle.id, error = %e, "native connection closed with an error");
+        tracing::debug!(client = client.id(), error = %e, "native connection closed with an error");
     }
-    let watched: Vec<(usize, Vec<u8>)> = client.watched.drain(..).map(|w| (w.db, w.key)).collect();
-    server.watches.forget(handle.id, &watched);
+    release(&server, &mut client);
 }
 
 /// What one pass over the read buffer did.

@@ -1,0 +1,66 @@
+//! Admitting a new connection, whatever its protocol: the `maxclients`
+//! check, the client registry, and what an ended connection leaves behind in
+//! shared registries.
+
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+
+use crate::client::{Client, ClientHandle};
+use crate::server::Server;
+use crate::stats::WorkerStats;
+
+/// Removes the client from the registry however the connection ends.
+pub(crate) struct Registration<'a> {
+    server: &'a Server,
+    id: u64,
+}
+
+impl Drop for Registration<'_> {
+    fn drop(&mut self) {
+        self.server.clients.unregister(self.id);
+    }
+}
+
+/// Counts a new connection and, under `maxclients`, registers a client for
+/// it (unregistered when the returned guard drops). Above the limit, writes
+/// the refusal `refuse` encodes in the connection's protocol and returns
+/// `None`.
+pub(crate) async fn admit<'a>(
+    server: &'a Server,
+    stream: &mut TcpStream,
+    peer: SocketAddr,
+    worker: usize,
+    stats: &WorkerStats,
+    refuse: impl FnOnce(&mut Vec<u8>),
+) -> Option<(Client, Registration<'a>)> {
+    stats.connections_received.add(1);
+    let _ = stream.set_nodelay(true);
+    if server.clients.len() >= server.runtime.maxclients.load(Ordering::Relaxed) {
+        stats.rejected_connections.add(1);
+        let mut refusal = Vec::new();
+        refuse(&mut refusal);
+        let _ = stream.write_all(&refusal).await;
+        return None;
+    }
+    let local = stream.local_addr().unwrap_or(peer);
+    let now = cairn_engine::clock::now_ms();
+    let handle = Arc::new(ClientHandle::new(server.clients.next_id(), peer, local, stream.as_raw_fd(), worker, now));
+    server.clients.register(handle.clone());
+    let registration = Registration { server, id: handle.id };
+    Some((Client::new(handle, server.requires_auth()), registration))
+}
+
+/// Forgets what an ended connection's client left in shared registries:
+/// its WATCHed keys and its pub/sub subscriptions.
+pub(crate) fn release(server: &Server, client: &mut Client) {
+    let watched: Vec<(usize, Vec<u8>)> = client.watched.drain(..).map(|w| (w.db, w.key)).collect();
+    server.watches.forget(client.id(), &watched);
+    if let Some(subscriptions) = client.pubsub.take() {
+        server.pubsub.forget(&subscriptions);
+    }
+}
