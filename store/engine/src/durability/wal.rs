@@ -291,12 +291,14 @@ impl Wal {
         self.durable_lsn()
     }
 
-    /// Runs a syncer round on the calling thread unless one is running
-    /// (then returns false at once, and the caller should wait for the
-    /// durable LSN instead). Rounds never overlap, so this is safe beside
-    /// the background syncer: an appender that finds the log idle writes and
-    /// syncs its own record (and whatever else is buffered) without handing
-    /// off to the syncer thread and back (the embedded database's `sync` tier).
+    /// Runs a syncer round on the calling thread unless another round is
+    /// writing (then returns false at once, and the caller should wait for
+    /// the durable LSN instead). Writes are ordered by the carry lock and the
+    /// fdatasync goes through the first syncer's handle, so this is safe
+    /// beside the background syncer: an appender that finds the log idle
+    /// writes and syncs its own record (and whatever else is buffered)
+    /// without handing off to the syncer thread and back (the embedded
+    /// database's `sync` tier).
     pub fn try_sync_round(&self, force_sync: bool) -> bool {
         self.shared.try_round(force_sync)
     }
