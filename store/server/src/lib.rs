@@ -9,7 +9,7 @@
 //! - [`listener`]: SO_REUSEPORT listeners, one per worker.
 //! - [`worker`]: a pinned thread with a single-threaded tokio event loop that
 //!   accepts connections and runs active expiry ([`expiry`]) for its share
-//!   of the shards.
+//!   of the shards; [`busy_poll`]: how it polls briefly before sleeping.
 //! - [`connection`]: one client: read a batch, execute it, one write;
 //!   `admission`: maxclients and the client registry, for both protocols.
 //! - [`native`]: the native binary protocol's connections (same workers,
@@ -37,6 +37,7 @@
 pub mod admin;
 mod admission;
 pub mod blocking;
+pub mod busy_poll;
 pub mod client;
 pub mod commands;
 pub mod config;

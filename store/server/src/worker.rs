@@ -4,12 +4,14 @@
 //! client registry (touched on connect and disconnect).
 
 use std::net::TcpListener as StdListener;
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio::task::LocalSet;
 
+use crate::busy_poll::BusyPoll;
 use crate::server::Server;
 
 /// A worker's listening sockets.
@@ -33,7 +35,10 @@ pub fn spawn(
                 tracing::warn!(worker = index, cpu, "could not pin worker to CPU");
             }
         }
-        let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        let poller = BusyPoll::new(Duration::from_micros(server.config.busy_poll_us));
+        let spinner = poller.clone();
+        let built = tokio::runtime::Builder::new_current_thread().enable_all().on_thread_park(move || spinner.spin()).build();
+        let runtime = match built {
             Ok(rt) => rt,
             Err(e) => {
                 tracing::error!(worker = index, error = %e, "cannot build the worker's event loop");
@@ -42,11 +47,11 @@ pub fn spawn(
             }
         };
         let local = LocalSet::new();
-        local.block_on(&runtime, run(server, index, listener));
+        local.block_on(&runtime, run(server, index, listener, poller));
     })
 }
 
-async fn run(server: Arc<Server>, index: usize, listeners: Listeners) {
+async fn run(server: Arc<Server>, index: usize, listeners: Listeners, poller: BusyPoll) {
     let registered = TcpListener::from_std(listeners.resp)
         .and_then(|resp| Ok((resp, listeners.native.map(TcpListener::from_std).transpose()?)));
     let (listener, native) = match registered {
@@ -57,6 +62,7 @@ async fn run(server: Arc<Server>, index: usize, listeners: Listeners) {
             return;
         }
     };
+    poller.attach(listener.as_raw_fd());
     tokio::task::spawn_local(housekeeping(server.clone(), index));
     let stats = server.workers[index].clone();
     loop {
