@@ -183,8 +183,8 @@ pub struct Ports {
     #[serde(default = "default_resp_port")]
     #[schemars(range(min = 1, max = 65535))]
     pub resp: i32,
-    /// Native binary protocol port (declared on the container and the Services; the server
-    /// does not serve the native protocol yet).
+    /// Native binary protocol port (docs/native-protocol.md), on the container and the
+    /// Services.
     #[serde(default = "default_native_port")]
     #[schemars(range(min = 1, max = 65535))]
     pub native: i32,

@@ -16,10 +16,8 @@ pub const BENCH_BINARY: &str = "cairn-bench";
 // Server flags.
 pub const FLAG_BIND: &str = "--bind";
 pub const FLAG_RESP_PORT: &str = "--port";
-/// The native protocol's port flag: `None` until the server serves the native protocol
-/// (issue 8). The port stays declared on the container and the Services, so that enabling it is
-/// this one line.
-pub const FLAG_NATIVE_PORT: Option<&str> = None;
+/// The native binary protocol's port flag (docs/native-protocol.md).
+pub const FLAG_NATIVE_PORT: &str = "--native-port";
 pub const FLAG_ADMIN_PORT: &str = "--admin-port";
 pub const FLAG_DATA_DIR: &str = "--data-dir";
 pub const FLAG_DURABILITY: &str = "--durability";

@@ -26,15 +26,18 @@ use crate::store_contract as sc;
 pub const CONTAINER: &str = "cairn";
 
 /// The server's command line. Every flag comes from [`crate::store_contract`]; a feature the
-/// server lacks (the native port, TLS) has no flag there and is left out, since an unknown flag
-/// makes `cairn` exit at start.
+/// server lacks (TLS) has no flag there and is left out, since an unknown flag makes `cairn` exit
+/// at start.
 pub fn args(store: &KVStore) -> Vec<String> {
     let spec = &store.spec;
-    let mut args: Vec<String> =
-        vec![sc::FLAG_BIND.into(), sc::BIND_ALL.into(), sc::FLAG_RESP_PORT.into(), spec.ports.resp.to_string()];
-    if let Some(flag) = sc::FLAG_NATIVE_PORT {
-        args.extend([flag.into(), spec.ports.native.to_string()]);
-    }
+    let mut args: Vec<String> = vec![
+        sc::FLAG_BIND.into(),
+        sc::BIND_ALL.into(),
+        sc::FLAG_RESP_PORT.into(),
+        spec.ports.resp.to_string(),
+        sc::FLAG_NATIVE_PORT.into(),
+        spec.ports.native.to_string(),
+    ];
     args.extend([
         sc::FLAG_ADMIN_PORT.into(),
         spec.ports.admin.to_string(),
@@ -299,8 +302,7 @@ mod tests {
         assert_eq!(flag(&args, "--durability"), Some("sync"));
         assert_eq!(flag(&args, "--threads"), Some("4"));
         assert_eq!(flag(&args, "--port"), Some("6400"));
-        // The server has no native protocol yet: no flag it would reject.
-        assert_eq!(flag(&args, "--native-port"), None);
+        assert_eq!(flag(&args, "--native-port"), Some("7379"));
         assert_eq!(flag(&args, "--admin-port"), Some("8379"));
         assert_eq!(flag(&args, "--bind"), Some("0.0.0.0"));
         assert_eq!(flag(&args, "--data-dir"), Some("/data"));

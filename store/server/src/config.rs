@@ -147,7 +147,7 @@ fn deserialize_native_port<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Opt
 
 /// Default `--busy-poll-us`: about the cost of one sleep and wake-up on a
 /// virtual machine (see `busy_poll`).
-pub const DEFAULT_BUSY_POLL_US: u64 = 0;
+pub const DEFAULT_BUSY_POLL_US: u64 = 20;
 
 /// The resolved configuration the server runs with.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -422,6 +422,17 @@ mod tests {
         let config = Config::resolve(Args::parse_from(["cairn", "--config", file.to_str().unwrap()])).unwrap();
         assert_eq!(config.native_port, Some(7400));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn busy_poll_flag() {
+        let config = Config::resolve(Args::parse_from(["cairn"])).unwrap();
+        assert_eq!(config.busy_poll_us, DEFAULT_BUSY_POLL_US);
+        let config = Config::resolve(Args::parse_from(["cairn", "--busy-poll-us", "0"])).unwrap();
+        assert_eq!(config.busy_poll_us, 0);
+        let too_long = Config::resolve(Args::parse_from(["cairn", "--busy-poll-us", "20000"]));
+        assert!(matches!(too_long, Err(ConfigError::Invalid { name: "busy-poll-us", .. })));
+        assert!(Args::try_parse_from(["cairn", "--busy-poll-us", "-1"]).is_err());
     }
 
     #[test]
