@@ -150,9 +150,10 @@ impl<'a> Driver<'a> {
         while k < keys {
             let end = (k + CHECK_BATCH as u64).min(keys);
             for key in k..end {
-                let p = self.model.issue(conn, &self.shared.config.namer, Op::Set, key);
+                let p = self.model.advance(Op::Set, key);
                 self.pending.push(p);
             }
+            self.queue_pending(conn);
             conn.flush().await?;
             self.check_batch(conn, outcome, None).await?;
             k = end;
@@ -198,13 +199,8 @@ impl<'a> Driver<'a> {
                 }
                 _ => pipeline,
             };
-            for _ in 0..batch {
-                let op = self.shared.config.mix.pick(self.rng.gen());
-                let k = self.next_key(op);
-                let p = self.model.issue(conn, &self.shared.config.namer, op, k);
-                self.pending.push(p);
-            }
-            let sent = quanta::Instant::now();
+            self.issue_batch(conn, batch);
+            let sent = Instant::now();
             conn.flush().await?;
             let recorded = self.check_batch(conn, outcome, measuring.then_some(sent)).await?;
             if measuring {
@@ -214,24 +210,43 @@ impl<'a> Driver<'a> {
         }
     }
 
+    /// Picks `batch` requests and advances the model by all of them, then queues them (see
+    /// [`Model::advance`]); their expectations go to `self.pending`.
+    fn issue_batch<C: Connection>(&mut self, conn: &mut C, batch: u64) {
+        for _ in 0..batch {
+            let op = self.shared.config.mix.pick(self.rng.gen());
+            let k = self.next_key(op);
+            let p = self.model.advance(op, k);
+            self.pending.push(p);
+        }
+        self.queue_pending(conn);
+    }
+
+    /// Queues the requests of `self.pending` on `conn`.
+    fn queue_pending<C: Connection>(&mut self, conn: &mut C) {
+        for p in &self.pending {
+            self.model.queue(conn, &self.shared.config.namer, p);
+        }
+    }
+
     /// Reads and checks the replies of `self.pending`; records latencies from `sent` if given.
     /// Returns when the last reply arrived.
     async fn check_batch<C: Connection>(
         &mut self,
         conn: &mut C,
         outcome: &mut Outcome,
-        sent: Option<quanta::Instant>,
+        sent: Option<Instant>,
     ) -> Result<Option<Instant>, TargetError> {
         let keep = self.config().max_reported_mismatches;
-        let mut recorded_any = false;
+        let mut last_arrival = None;
         let pending = std::mem::take(&mut self.pending);
         for p in &pending {
             let reply = conn.read_reply().await?;
             if let (Some(sent), Some(op)) = (sent, p.op) {
-                // The TSC clock: one read per reply, a third of clock_gettime's cost.
-                let now = quanta::Instant::now();
-                outcome.recorder.record(op, now.duration_since(sent).as_nanos() as u64);
-                recorded_any = true;
+                // The arrival of the read that brought the reply: one clock read per read.
+                let arrived = conn.received_at();
+                outcome.recorder.record(op, arrived.saturating_duration_since(sent).as_nanos() as u64);
+                last_arrival = Some(arrived);
             }
             match self.model.check(&self.shared.config.namer, p, &reply) {
                 Ok(Some(ack)) => {
@@ -252,8 +267,8 @@ impl<'a> Driver<'a> {
                 sink.send(std::mem::take(&mut self.acks));
             }
         }
-        // When the batch's last reply was taken in (for the run's wall time).
-        Ok(recorded_any.then(Instant::now))
+        // When the batch's last reply arrived (for the run's wall time).
+        Ok(last_arrival)
     }
 
     /// Reads back every key this connection wrote.
@@ -261,7 +276,7 @@ impl<'a> Driver<'a> {
         let reads = self.model.final_reads();
         for chunk in reads.chunks(CHECK_BATCH) {
             for read in chunk {
-                self.model.queue_read(conn, &self.shared.config.namer, read);
+                self.model.queue(conn, &self.shared.config.namer, read);
                 self.pending.push(*read);
             }
             conn.flush().await?;

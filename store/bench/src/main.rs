@@ -32,12 +32,18 @@ fn main() -> ExitCode {
     }
 }
 
+/// One driver thread: a `current_thread` runtime, whose connections run on the calling thread
+/// (a multi-thread runtime with one worker parks and wakes through its idle-worker bookkeeping on
+/// every reply, measurable at one connection). More threads: a multi-thread runtime.
 fn runtime(threads: usize) -> anyhow::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads.max(1))
-        .enable_all()
-        .build()
-        .context("starting the async runtime")
+    let mut builder = if threads <= 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        builder.worker_threads(threads);
+        builder
+    };
+    builder.enable_all().build().context("starting the async runtime")
 }
 
 fn run_command(args: &RunArgs) -> anyhow::Result<bool> {

@@ -74,47 +74,65 @@ impl Model {
         self.keys
     }
 
-    /// Advances the model by `op` on key `k` and queues its request on `conn`.
-    pub fn issue<C: Connection>(&mut self, conn: &mut C, namer: &KeyNamer, op: Op, k: u64) -> Pending {
+    /// Advances the model by `op` on key `k` and returns the request, with the reply it must
+    /// get; [`Model::queue`] sends it. Kept apart from formatting so that a pipelined batch
+    /// updates the state of all its keys before it formats any request: the per-key state is
+    /// large (8 bytes per key and family, 800 KB at 100,000 keys) and read at random, so nearly
+    /// every access misses the cache, and back to back the CPU overlaps the misses (with a
+    /// request formatted after each, one waited after another: 14% of a pipelined SET's CPU).
+    pub fn advance(&mut self, op: Op, k: u64) -> Pending {
         let (family, expect, version) = match op {
             Op::Set => {
                 let v = bump(&mut self.strings, k, self.keys);
-                namer.key(&mut self.key, Family::Strings, self.conn, k);
-                namer.value(&mut self.value, self.conn, k, v);
-                conn.queue(&[b"SET", &self.key, &self.value]);
                 (Family::Strings, Expect::Ok, v)
             }
             Op::Get => {
                 let version = self.strings.get(k as usize).copied().unwrap_or(0);
-                namer.key(&mut self.key, Family::Strings, self.conn, k);
-                conn.queue(&[b"GET", &self.key]);
                 (Family::Strings, Expect::Value { family: Family::Strings, k, version }, version)
             }
             Op::Incr => {
                 let slot = slot(&mut self.counters, k, self.keys);
                 *slot += 1;
                 let value = *slot;
-                namer.key(&mut self.key, Family::Counters, self.conn, k);
-                conn.queue(&[b"INCR", &self.key]);
                 (Family::Counters, Expect::Integer(value), u64::try_from(value).unwrap_or(0))
             }
             Op::Lpush => {
                 let len = bump(&mut self.lists, k, self.keys);
-                namer.key(&mut self.key, Family::Lists, self.conn, k);
-                namer.value(&mut self.value, self.conn, k, len);
-                conn.queue(&[b"LPUSH", &self.key, &self.value]);
                 (Family::Lists, Expect::Integer(len as i64), len)
             }
             Op::Hset => {
                 let v = bump(&mut self.hashes, k, self.keys);
-                namer.key(&mut self.key, Family::Hashes, self.conn, k);
-                KeyNamer::field(&mut self.field, k);
-                namer.value(&mut self.value, self.conn, k, v);
-                conn.queue(&[b"HSET", &self.key, &self.field, &self.value]);
                 (Family::Hashes, Expect::Integer(i64::from(v == 1)), v)
             }
         };
         Pending { op: Some(op), family, k, expect, version }
+    }
+
+    /// Queues the request behind `pending` on `conn`: a load request from [`Model::advance`]
+    /// or a final-state read from [`Model::final_reads`].
+    pub fn queue<C: Connection>(&mut self, conn: &mut C, namer: &KeyNamer, pending: &Pending) {
+        let Some(op) = pending.op else {
+            return self.queue_read(conn, namer, pending);
+        };
+        let (k, version) = (pending.k, pending.version);
+        namer.key(&mut self.key, pending.family, self.conn, k);
+        match op {
+            Op::Set => {
+                namer.value(&mut self.value, self.conn, k, version);
+                conn.queue(&[b"SET", &self.key, &self.value]);
+            }
+            Op::Get => conn.queue(&[b"GET", &self.key]),
+            Op::Incr => conn.queue(&[b"INCR", &self.key]),
+            Op::Lpush => {
+                namer.value(&mut self.value, self.conn, k, version);
+                conn.queue(&[b"LPUSH", &self.key, &self.value]);
+            }
+            Op::Hset => {
+                KeyNamer::field(&mut self.field, k);
+                namer.value(&mut self.value, self.conn, k, version);
+                conn.queue(&[b"HSET", &self.key, &self.field, &self.value]);
+            }
+        }
     }
 
     /// What every key this connection wrote must show at the end.
@@ -141,7 +159,7 @@ impl Model {
     }
 
     /// Queues the read behind a final-state check from [`Model::final_reads`].
-    pub fn queue_read<C: Connection>(&mut self, conn: &mut C, namer: &KeyNamer, read: &Pending) {
+    fn queue_read<C: Connection>(&mut self, conn: &mut C, namer: &KeyNamer, read: &Pending) {
         namer.key(&mut self.key, read.family, self.conn, read.k);
         match read.family {
             Family::Strings | Family::Counters => conn.queue(&[b"GET", &self.key]),

@@ -6,7 +6,7 @@
 //! protocol path allocates only the reply values the model needs (as the RESP target does).
 
 use std::collections::VecDeque;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use cairn_native::hello::option;
 use cairn_native::op::encode_op;
@@ -75,6 +75,8 @@ pub struct NativeConnection {
     /// Replies decoded (from a batch reply) and not yet handed out.
     ready: VecDeque<Reply>,
     limits: Limits,
+    /// When the last read returned (see [`Connection::received_at`]).
+    received_at: Instant,
 }
 
 impl NativeConnection {
@@ -92,6 +94,7 @@ impl NativeConnection {
             read_at: 0,
             ready: VecDeque::with_capacity(64),
             limits: Limits { max_frame_len: 1 << 30, max_list_len: usize::MAX, ..Limits::default() },
+            received_at: Instant::now(),
         }
     }
 
@@ -124,6 +127,7 @@ impl NativeConnection {
         if n == 0 {
             return Err(TargetError::Closed { addr: self.addr.clone() });
         }
+        self.received_at = Instant::now();
         Ok(())
     }
 
@@ -247,6 +251,10 @@ impl Connection for NativeConnection {
             return Ok(reply);
         }
         self.read_frame().await
+    }
+
+    fn received_at(&self) -> Instant {
+        self.received_at
     }
 }
 

@@ -16,44 +16,46 @@ fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_NANOS, 3).expect("valid histogram bounds")
 }
 
-/// Latencies recorded by one connection (or merged from many).
-#[derive(Debug, Clone)]
+/// Latencies recorded by one connection (or merged from many): one histogram per operation,
+/// created on its first sample. A reply is recorded once; the total is merged on demand.
+#[derive(Debug, Clone, Default)]
 pub struct Recorder {
-    all: Histogram<u64>,
-    per_op: BTreeMap<Op, Histogram<u64>>,
-}
-
-impl Default for Recorder {
-    fn default() -> Self {
-        Recorder { all: histogram(), per_op: BTreeMap::new() }
-    }
+    per_op: [Option<Histogram<u64>>; Op::ALL.len()],
 }
 
 impl Recorder {
     pub fn record(&mut self, op: Op, nanos: u64) {
         let nanos = nanos.clamp(1, MAX_NANOS);
-        self.all.saturating_record(nanos);
-        self.per_op.entry(op).or_insert_with(histogram).saturating_record(nanos);
+        self.per_op[op as usize].get_or_insert_with(histogram).saturating_record(nanos);
     }
 
     pub fn merge(&mut self, other: &Recorder) {
-        // Same bounds everywhere, so adding cannot fail; saturate rather than panic if it did.
-        let _ = self.all.add(&other.all);
-        for (op, h) in &other.per_op {
-            let _ = self.per_op.entry(*op).or_insert_with(histogram).add(h);
+        for (mine, theirs) in self.per_op.iter_mut().zip(&other.per_op) {
+            if let Some(theirs) = theirs {
+                // Same bounds everywhere, so adding cannot fail; saturate rather than panic if it did.
+                let _ = mine.get_or_insert_with(histogram).add(theirs);
+            }
         }
     }
 
     pub fn count(&self) -> u64 {
-        self.all.len()
+        self.histograms().map(|(_, h)| h.len()).sum()
     }
 
     pub fn summary(&self) -> Latency {
-        Latency::of(&self.all)
+        let mut all = histogram();
+        for (_, h) in self.histograms() {
+            let _ = all.add(h);
+        }
+        Latency::of(&all)
     }
 
     pub fn per_op(&self) -> BTreeMap<Op, Latency> {
-        self.per_op.iter().map(|(op, h)| (*op, Latency::of(h))).collect()
+        self.histograms().map(|(op, h)| (op, Latency::of(h))).collect()
+    }
+
+    fn histograms(&self) -> impl Iterator<Item = (Op, &Histogram<u64>)> {
+        Op::ALL.into_iter().zip(&self.per_op).filter_map(|(op, h)| Some((op, h.as_ref()?)))
     }
 }
 

@@ -3,7 +3,7 @@
 //! will be a second `Target` with the same request vocabulary (an argv of byte strings).
 
 use std::future::Future;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -45,6 +45,10 @@ pub trait Connection: Send + 'static {
     fn flush(&mut self) -> impl Future<Output = Result<(), TargetError>> + Send;
     /// Reads the next reply.
     fn read_reply(&mut self) -> impl Future<Output = Result<Reply, TargetError>> + Send;
+    /// When the bytes of the reply last returned by [`Connection::read_reply`] came off the
+    /// socket: its arrival, as latency measures it. Replies that came in one read share it, so
+    /// the clock is read once per read, not once per reply.
+    fn received_at(&self) -> Instant;
 }
 
 /// A RESP2 server on TCP.
@@ -103,6 +107,8 @@ pub struct RespConnection {
     input: Vec<u8>,
     /// Start of the unparsed bytes in `input`.
     read_at: usize,
+    /// When the last read returned (see [`Connection::received_at`]).
+    received_at: Instant,
 }
 
 impl RespConnection {
@@ -113,6 +119,7 @@ impl RespConnection {
             out: Vec::with_capacity(16 * 1024),
             input: Vec::with_capacity(64 * 1024),
             read_at: 0,
+            received_at: Instant::now(),
         }
     }
 
@@ -130,6 +137,7 @@ impl RespConnection {
         if n == 0 {
             return Err(TargetError::Closed { addr: self.addr.clone() });
         }
+        self.received_at = Instant::now();
         Ok(())
     }
 }
@@ -155,5 +163,9 @@ impl Connection for RespConnection {
             }
             self.fill().await?;
         }
+    }
+
+    fn received_at(&self) -> Instant {
+        self.received_at
     }
 }
