@@ -15,13 +15,21 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -r
 trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_ping() { for _ in $(seq 100); do redis-cli -p "$1" ping >/dev/null 2>&1 && return 0; sleep 0.2; done; return 1; }
+# Waits until the server answers DBSIZE with a number: PING answers while a server is still
+# loading its data, DBSIZE answers -LOADING until it is done.
+wait_ready() {
+  for _ in $(seq 100); do
+    [[ "$(redis-cli -p "$1" dbsize 2>/dev/null)" =~ ^[0-9]+$ ]] && return 0
+    sleep 0.2
+  done
+  return 1
+}
 
 measure() { # name port cmd...
   local name=$1 port=$2; shift 2
   valgrind --tool=callgrind --callgrind-out-file="$work/$name.cg" "$@" >"$work/$name.log" 2>&1 &
   pids+=($!)
-  wait_ping "$port"
+  wait_ready "$port"
   redis-benchmark -p "$port" -n "$ops" -P 16 -c 8 -d 32 -r 100000 -t set,get,incr -q >/dev/null 2>&1
   redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
   wait "${pids[-1]}" 2>/dev/null || true

@@ -15,9 +15,9 @@ use crate::server::Server;
 /// Why the server refuses to start.
 #[derive(Debug, thiserror::Error)]
 pub enum RecoverError {
-    #[error("{0}")]
+    #[error(transparent)]
     Snapshot(#[from] snapshot::SnapshotError),
-    #[error("{0}")]
+    #[error(transparent)]
     Log(#[from] cairn_engine::durability::RecoveryError),
     #[error("cannot open the write-ahead log in {dir}: {source}")]
     Open { dir: String, source: std::io::Error },
