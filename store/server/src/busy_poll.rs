@@ -171,7 +171,7 @@ mod tests {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
         runtime.block_on(async {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-            let epoll = epoll_watching(listener.as_raw_fd()).expect("the runtime's epoll watches the listener");
+            let _epoll = epoll_watching(listener.as_raw_fd()).expect("the runtime's epoll watches the listener");
             let stray = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
             assert_eq!(epoll_watching(stray.as_raw_fd()), None);
         });

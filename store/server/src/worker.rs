@@ -37,7 +37,8 @@ pub fn spawn(
         }
         let poller = BusyPoll::new(Duration::from_micros(server.config.busy_poll_us));
         let spinner = poller.clone();
-        let built = tokio::runtime::Builder::new_current_thread().enable_all().on_thread_park(move || spinner.spin()).build();
+        let built =
+            tokio::runtime::Builder::new_current_thread().enable_all().on_thread_park(move || spinner.spin()).build();
         let runtime = match built {
             Ok(rt) => rt,
             Err(e) => {
