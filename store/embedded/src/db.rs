@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use cairn_server::persistence::lock::DirLock;
+use cairn_server::persistence::Persistence;
 use cairn_server::server::Server;
 use cairn_server::Shutdown;
 use parking_lot::Mutex;
@@ -43,7 +44,11 @@ impl Db {
         let path = path.as_ref().to_path_buf();
         std::fs::create_dir_all(&path).map_err(|source| Error::Open { path: path.clone(), source })?;
         let lock = DirLock::acquire(&path).map_err(Error::from_lock)?;
-        let server = Arc::new(Server::new(options.to_config(&path), 0, 1, Shutdown::new()));
+        let config = options.to_config(&path);
+        let mut persistence = Persistence::new(&config);
+        // Callers wait for their own writes on their own threads (`Session::await_durable`).
+        persistence.caller_rounds = true;
+        let server = Arc::new(Server::with_persistence(config, 0, 1, Shutdown::new(), persistence));
         let recovered = cairn_server::persistence::recover::recover(&server)?;
         server.persistence.loading.store(false, Ordering::Release);
         server.health.set_recovering(false);

@@ -66,10 +66,11 @@ impl Session {
     }
 
     /// In the `sync` tier, blocks until this session's last write is
-    /// durable. When no sync is running, this thread runs the round itself
-    /// (write, fdatasync, wake the others it covers): no hand-off to the
-    /// syncer thread and back. Otherwise it waits for the running round, or
-    /// the next one, which the syncer thread starts as soon as it ends.
+    /// durable, with group commit among the calling threads
+    /// (`Wal::sync_through`): when no round is running this thread runs one
+    /// (write everything buffered, fdatasync, wake the threads it covers),
+    /// with no hand-off to the syncer thread and back; otherwise it parks
+    /// until the running round, or the next one, covers its write.
     fn await_durable(&self, server: &Server) -> Result<()> {
         let p = &server.persistence;
         let lsn = self.client.last_lsn;
@@ -77,13 +78,7 @@ impl Session {
         if p.tier != Tier::Sync || lsn == 0 || wal.durable_lsn() >= lsn {
             return Ok(());
         }
-        if wal.try_sync_round(true) && wal.durable_lsn() >= lsn {
-            return Ok(());
-        }
-        match p.wait_durable_blocking(lsn, None) {
-            Ok(_) => Ok(()),
-            Err(e) => Err(Error::NotDurable(e.to_string())),
-        }
+        wal.sync_through(lsn).map_err(|e| Error::NotDurable(e.to_string()))
     }
 
     /// WAITAOF: waits here (the server's connection loop waits for it).

@@ -10,7 +10,8 @@
 //!   one segment that tells a torn tail from corruption.
 //! - [`files`]: the segments as the syncer writes them (rotation, spares,
 //!   recycling after a snapshot).
-//! - [`wal`]: [`Wal`], the append buffer and the syncer (group commit).
+//! - [`wal`]: [`Wal`], the append buffer and the syncer (group commit);
+//!   `commit`: group commit among threads that wait for their own records.
 //! - [`stats`]: counters for INFO and metrics.
 //! - [`recovery`]: reading the log back at startup.
 //! - [`snapshot`]: snapshot files (point-in-time images as command records);
@@ -19,6 +20,7 @@
 //! The on-disk format and the fault model are described in
 //! `docs/durability.md`.
 
+mod commit;
 pub mod files;
 pub mod rebuild;
 pub mod record;

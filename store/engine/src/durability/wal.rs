@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use thiserror::Error;
 
+use super::commit::Committers;
 use super::files::{prepare_spare, Files, SpareFill, SyncHandle, WriteError};
 use super::record::{self, Header, Kind, Lsn};
 use super::stats::WalStats;
@@ -52,6 +53,22 @@ pub enum WalError {
 /// one fsync.
 const ASYNC_ROUND_MIN: Duration = Duration::from_millis(1);
 
+/// How long a caller parked in [`Wal::sync_through`] sleeps at most before
+/// it looks again (a wake-up normally comes first; this paces the retries
+/// while the disk is full).
+const CALLER_RETRY: Duration = Duration::from_millis(100);
+
+/// How long a caller in [`Wal::sync_through`] polls for its round before it
+/// parks (`Shared::spin_until_settled`): about two fdatasyncs of the disks
+/// measured, the wait of a caller that arrives while one is in flight.
+const CALLER_SPIN: Duration = Duration::from_micros(250);
+
+/// The longest a caller round waits for the callers the previous round
+/// covered to append again (`Shared::gather`): under one fdatasync on the
+/// disks measured (~100 µs), so a round that waits in vain costs less than
+/// the extra round it saves.
+const GATHER_MAX: Duration = Duration::from_micros(50);
+
 const HEALTH_OK: u8 = 0;
 const HEALTH_DISK_FULL: u8 = 1;
 const HEALTH_FAILED: u8 = 2;
@@ -67,11 +84,24 @@ pub struct WalOptions {
     /// Syncer threads, so fdatasyncs in flight at once (at least 1). Only the
     /// `sync` tier gains from more than one.
     pub syncers: usize,
+    /// In the `sync` tier, the threads that append wait with
+    /// [`Wal::sync_through`], which runs the rounds on their own threads: an
+    /// append then does not wake the syncer thread, which only runs on its
+    /// tick (for records nobody waits for) and on [`Wal::request_sync`].
+    /// The embedded database's callers; the server's connections cannot
+    /// block, so it leaves this off.
+    pub caller_rounds: bool,
 }
 
 impl WalOptions {
     pub fn new(tier: Tier) -> Self {
-        WalOptions { tier, segment_size: DEFAULT_SEGMENT_SIZE, background: true, syncers: default_syncers(tier) }
+        WalOptions {
+            tier,
+            segment_size: DEFAULT_SEGMENT_SIZE,
+            background: true,
+            syncers: default_syncers(tier),
+            caller_rounds: false,
+        }
     }
 }
 
@@ -117,6 +147,14 @@ struct Shared {
     stats: WalStats,
     on_durable: DurableCallback,
     syncers: usize,
+    /// Whether an append into an empty buffer wakes an idle syncer (not when
+    /// the appenders run the rounds: `WalOptions::caller_rounds`).
+    appends_wake_syncer: bool,
+    /// The callers of [`Wal::sync_through`] (group commit on their threads).
+    committers: Committers,
+    /// The LSN the next caller round waits for before it starts (see
+    /// `Shared::gather`).
+    gather_until: AtomicU64,
     spare_wanted: Condvar,
     spare_lock: Mutex<()>,
 }
@@ -193,6 +231,9 @@ impl Wal {
             stats: WalStats::default(),
             on_durable,
             syncers: options.syncers.max(1),
+            appends_wake_syncer: !(options.caller_rounds && options.tier == Tier::Sync),
+            committers: Committers::default(),
+            gather_until: AtomicU64::new(0),
             spare_wanted: Condvar::new(),
             spare_lock: Mutex::new(()),
         });
@@ -245,7 +286,7 @@ impl Wal {
         buffer.next_lsn += 1;
         // Only the first record of a batch wakes a syncer: later ones find
         // the buffer taken by then, or a syncer that will take it.
-        let wake = buffer.bytes.is_empty() && buffer.idle_syncers > 0;
+        let wake = buffer.bytes.is_empty() && buffer.idle_syncers > 0 && self.shared.appends_wake_syncer;
         record::encode(&mut buffer.bytes, Header { lsn, time_ms, durable_hint, kind }, count, body);
         drop(buffer);
         if wake {
@@ -291,16 +332,37 @@ impl Wal {
         self.durable_lsn()
     }
 
-    /// Runs a syncer round on the calling thread unless another round is
-    /// writing (then returns false at once, and the caller should wait for
-    /// the durable LSN instead). Writes are ordered by the carry lock and the
-    /// fdatasync goes through the first syncer's handle, so this is safe
-    /// beside the background syncer: an appender that finds the log idle
-    /// writes and syncs its own record (and whatever else is buffered)
-    /// without handing off to the syncer thread and back (the embedded
-    /// database's `sync` tier).
-    pub fn try_sync_round(&self, force_sync: bool) -> bool {
-        self.shared.try_round(force_sync)
+    /// Blocks until every record up to `lsn` is durable, running rounds on
+    /// this thread (group commit among the callers, see [`super::commit`]):
+    /// a caller that finds no round in flight leads one (writes everything
+    /// buffered, one fdatasync, publishes the durable LSN, wakes the callers
+    /// it covers and hands the lead to one it does not); the others park
+    /// until a round covers them. Rounds are ordered by the carry lock and
+    /// fdatasync through the first syncer's handle, so this is safe beside
+    /// the background syncer. Err when the log failed: the record will never
+    /// be durable. A full disk keeps waiting, retrying every
+    /// [`CALLER_RETRY`].
+    pub fn sync_through(&self, lsn: Lsn) -> Result<(), WalError> {
+        let shared = &self.shared;
+        loop {
+            if shared.durable.load(Ordering::Acquire) >= lsn {
+                return Ok(());
+            }
+            if let Err(e @ WalError::Failed(_)) = self.check_writable() {
+                return Err(e);
+            }
+            if shared.committers.try_lead() {
+                shared.lead_round();
+                if shared.durable.load(Ordering::Acquire) >= lsn {
+                    return Ok(());
+                }
+                // Covered by an fdatasync in flight on another round (which
+                // wakes us), or the disk is full (retry after a while).
+                shared.park_until_covered(lsn, false);
+            } else {
+                shared.park_until_covered(lsn, true);
+            }
+        }
     }
 
     pub fn stats(&self) -> &WalStats {
@@ -370,19 +432,10 @@ impl Shared {
         };
         let mut last_sync = Instant::now();
         while !self.stop.load(Ordering::Acquire) {
-            {
-                let mut buffer = self.buffer.lock();
-                // try_lock, never lock: a round holds the carry lock and then
-                // takes the buffer lock, and rounds run on the other syncers
-                // and on caller threads (`Wal::try_sync_round`). A round
-                // that is writing counts as work.
-                if buffer.bytes.is_empty() && self.carry.try_lock().is_some_and(|carry| carry.is_empty()) {
-                    // The `everysec` syncer runs on its clock, not on appends.
-                    let wakeable = self.tier != Tier::Everysec;
-                    buffer.idle_syncers += usize::from(wakeable);
-                    self.data_ready.wait_for(&mut buffer, tick);
-                    buffer.idle_syncers -= usize::from(wakeable);
-                }
+            if self.appends_wake_syncer {
+                self.wait_for_data(tick);
+            } else {
+                self.wait_for_tick(tick);
             }
             let wanted = self.sync_wanted.load(Ordering::Acquire) > self.durable.load(Ordering::Acquire);
             let due = match self.tier {
@@ -400,6 +453,35 @@ impl Shared {
             if self.tier == Tier::Async {
                 self.pace_async(round_started);
             }
+        }
+    }
+
+    /// Waits until something is buffered (an append wakes an idle syncer) or
+    /// `tick` passes.
+    fn wait_for_data(&self, tick: Duration) {
+        let mut buffer = self.buffer.lock();
+        // try_lock, never lock: a round holds the carry lock and then takes
+        // the buffer lock, and rounds run on the other syncers and on caller
+        // threads (`Wal::sync_through`). A round that is writing counts as
+        // work.
+        if buffer.bytes.is_empty() && self.carry.try_lock().is_some_and(|carry| carry.is_empty()) {
+            // The `everysec` syncer runs on its clock, not on appends.
+            let wakeable = self.tier != Tier::Everysec;
+            buffer.idle_syncers += usize::from(wakeable);
+            self.data_ready.wait_for(&mut buffer, tick);
+            buffer.idle_syncers -= usize::from(wakeable);
+        }
+    }
+
+    /// When the appenders run the rounds (`WalOptions::caller_rounds`): the
+    /// syncer is a backstop for records nobody waits for, once per `tick`,
+    /// or at once when [`Wal::request_sync`] asks. Running whenever data is
+    /// buffered would take the callers' records from under them and split
+    /// their groups.
+    fn wait_for_tick(&self, tick: Duration) {
+        let mut buffer = self.buffer.lock();
+        if self.sync_wanted.load(Ordering::Acquire) <= self.durable.load(Ordering::Acquire) {
+            self.data_ready.wait_for(&mut buffer, tick);
         }
     }
 
@@ -431,21 +513,75 @@ impl Shared {
         self.round_locked(self.carry.lock(), sync, syncer);
     }
 
-    /// A round on the calling thread, unless another round is writing (then
-    /// false: the caller waits for the durable LSN instead). Caller threads
-    /// share the first syncer's handle with it, so all their fdatasyncs queue
-    /// on one handle and a queued one that finds its bytes already covered
-    /// skips (group commit across callers and the syncer).
-    fn try_round(&self, sync: bool) -> bool {
-        if self.health.load(Ordering::Acquire) == HEALTH_FAILED {
-            return false;
+    /// A caller's round (it leads, see [`super::commit`]): gathers the
+    /// callers expected back, runs the round, hands over the lead.
+    fn lead_round(&self) {
+        self.gather();
+        let before = self.durable.load(Ordering::Acquire);
+        self.round(true, 0);
+        let durable = self.durable.load(Ordering::Acquire);
+        // The callers this round covers usually write again at once, and the
+        // records buffered now (written during the round) wait for the next
+        // one: the next round is expected to cover both.
+        let expected = self.buffer.lock().next_lsn - 1 + durable.saturating_sub(before);
+        self.gather_until.store(expected, Ordering::Release);
+        self.committers.end_lead(durable);
+    }
+
+    /// Before a caller round takes the buffer: waits, at most [`GATHER_MAX`],
+    /// until the records the previous round expected are appended (the
+    /// callers it covered, back with their next write). Without this, with
+    /// N callers writing in a loop the round would start on the first one's
+    /// record and the others' would wait for the round after, so every call
+    /// would wait about two fdatasyncs; gathered, it waits one plus the
+    /// gathering. A lone caller expects only its own record: no wait. Polls,
+    /// yielding the CPU to the callers it waits for between looks.
+    fn gather(&self) {
+        let until = self.gather_until.load(Ordering::Acquire);
+        let deadline = Instant::now() + GATHER_MAX;
+        while self.buffer.lock().next_lsn <= until && Instant::now() < deadline {
+            std::thread::yield_now();
         }
-        match self.carry.try_lock() {
-            Some(carry) => {
-                self.round_locked(carry, sync, 0);
-                true
+    }
+
+    /// Parks this thread until a round covers `lsn`, the log fails, or (when
+    /// `lead_when_idle`) no round is led any more; wakes at least every
+    /// [`CALLER_RETRY`]. The caller re-checks what it waits for.
+    fn park_until_covered(&self, lsn: Lsn, lead_when_idle: bool) {
+        if self.spin_until_settled(lsn, lead_when_idle) {
+            return;
+        }
+        let ticket = self.committers.register(lsn);
+        // Checked after registering: a wake-up from here on is not lost.
+        if !self.settled(lsn, lead_when_idle) {
+            std::thread::park_timeout(CALLER_RETRY);
+        }
+        self.committers.unregister(ticket);
+    }
+
+    /// Whether a caller waiting for `lsn` should stop waiting: covered, the
+    /// log failed, or (when `lead_when_idle`) no round is led.
+    fn settled(&self, lsn: Lsn, lead_when_idle: bool) -> bool {
+        self.durable.load(Ordering::Acquire) >= lsn
+            || self.health.load(Ordering::Acquire) == HEALTH_FAILED
+            || (lead_when_idle && !self.committers.is_led())
+    }
+
+    /// Before parking, polls for up to [`CALLER_SPIN`] (yielding the CPU to
+    /// any other runnable thread between looks): a round usually ends within
+    /// one fdatasync, and a parked thread's wake-up costs a scheduler round
+    /// trip (tens of µs on a virtual machine) that delays both its return and
+    /// its next write. Returns whether it settled.
+    fn spin_until_settled(&self, lsn: Lsn, lead_when_idle: bool) -> bool {
+        let deadline = Instant::now() + CALLER_SPIN;
+        loop {
+            if self.settled(lsn, lead_when_idle) {
+                return true;
             }
-            None => false,
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::yield_now();
         }
     }
 
@@ -553,6 +689,7 @@ impl Shared {
         let group = covers.saturating_sub(before);
         self.stats.record_sync(started.elapsed(), group);
         if group > 0 {
+            self.committers.wake(covers, false);
             (self.on_durable)(covers);
         }
     }
@@ -570,6 +707,7 @@ impl Shared {
         self.stats.record_failure();
         self.set_health(HEALTH_FAILED, message);
         self.health.store(HEALTH_FAILED, Ordering::Release);
+        self.committers.wake(Lsn::MAX, false);
         (self.on_durable)(Lsn::MAX);
     }
 

@@ -83,6 +83,10 @@ pub struct Persistence {
     /// Run the log's syncer on its own thread (false: tests drive it with
     /// `Wal::sync_round`).
     pub background_sync: bool,
+    /// In the `sync` tier, the threads that write wait with
+    /// `Wal::sync_through` and run the log's rounds themselves (the embedded
+    /// database; `WalOptions::caller_rounds`).
+    pub caller_rounds: bool,
 }
 
 impl std::fmt::Debug for Persistence {
@@ -116,6 +120,7 @@ impl Persistence {
             recovery_records: AtomicU64::new(0),
             snapshot_requested: AtomicBool::new(false),
             background_sync: true,
+            caller_rounds: false,
         }
     }
 

@@ -96,6 +96,7 @@ pub fn recover(server: &Server) -> Result<Recovered, RecoverError> {
         let options = WalOptions {
             segment_size: server.config.wal_segment_bytes,
             background: p.background_sync,
+            caller_rounds: p.caller_rounds,
             syncers: match server.config.wal_syncers {
                 0 => default_syncers(p.tier),
                 n => n,
