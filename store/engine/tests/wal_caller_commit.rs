@@ -11,8 +11,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+mod common;
+
 use cairn_engine::durability::sim::SimStorage;
-use cairn_engine::durability::{recover_log, LogTail, RecoverOptions, Storage, StorageFile, Tier, Wal, WalOptions};
+use cairn_engine::durability::{LogTail, Storage, StorageFile, Tier, Wal, WalOptions};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
@@ -106,17 +108,6 @@ fn write_and_wait(wal: &Arc<Wal>) -> u64 {
     acked.load(Ordering::SeqCst)
 }
 
-fn recovered_lsns(disk: &SimStorage) -> Vec<u64> {
-    let storage: Arc<dyn Storage> = Arc::new(disk.clone());
-    let mut lsns = Vec::new();
-    recover_log(&storage, Path::new("/data"), 0, RecoverOptions::default(), |record, _| {
-        lsns.push(record.lsn);
-        Ok(())
-    })
-    .expect("recovery");
-    lsns
-}
-
 #[test]
 fn concurrent_callers_share_fdatasyncs_and_survive_a_power_cut() {
     let disk = SimStorage::new();
@@ -129,7 +120,7 @@ fn concurrent_callers_share_fdatasyncs_and_survive_a_power_cut() {
     // one is in flight share the next.
     assert!(fsyncs * 2 <= records, "{fsyncs} fdatasyncs for {records} records: callers did not share them");
     disk.crash(true, &mut StdRng::seed_from_u64(7));
-    let lsns = recovered_lsns(&disk);
+    let lsns = common::recovered_lsns(&disk);
     assert!(lsns.windows(2).all(|w| w[1] == w[0] + 1), "records in LSN order without gaps");
     assert!(lsns.last().copied().unwrap_or(0) >= acked, "an acknowledged record was lost");
 }

@@ -9,8 +9,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod common;
+
 use cairn_engine::durability::sim::SimStorage;
-use cairn_engine::durability::{recover_log, LogTail, RecoverOptions, Storage, Tier, Wal, WalOptions};
+use cairn_engine::durability::{LogTail, Storage, Tier, Wal, WalOptions};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
@@ -43,18 +45,6 @@ fn wait_durable(wal: &Wal, lsn: u64) {
     }
 }
 
-/// LSNs of the records a recovery finds, in order.
-fn recovered_lsns(disk: &SimStorage) -> Vec<u64> {
-    let storage: Arc<dyn Storage> = Arc::new(disk.clone());
-    let mut lsns = Vec::new();
-    recover_log(&storage, Path::new("/data"), 0, RecoverOptions::default(), |record, _| {
-        lsns.push(record.lsn);
-        Ok(())
-    })
-    .expect("recovery");
-    lsns
-}
-
 #[test]
 fn acknowledged_records_survive_a_power_cut_with_pipelined_syncers() {
     for syncers in [1, 2, 4] {
@@ -84,7 +74,7 @@ fn acknowledged_records_survive_a_power_cut_with_pipelined_syncers() {
         assert_eq!(published.load(Ordering::SeqCst), durable, "the callback saw the last durable LSN");
         // Power cut with the syncers still running: nothing unsynced survives.
         disk.crash(false, &mut StdRng::seed_from_u64(syncers as u64));
-        let lsns = recovered_lsns(&disk);
+        let lsns = common::recovered_lsns(&disk);
         assert!(lsns.windows(2).all(|w| w[1] == w[0] + 1), "records in LSN order without gaps");
         assert_eq!(lsns.first(), Some(&1));
         assert!(
@@ -119,7 +109,7 @@ fn torn_writes_never_lose_a_durable_record() {
         std::thread::sleep(Duration::from_micros(50 * seed));
         let durable = wal.durable_lsn();
         disk.crash(true, &mut StdRng::seed_from_u64(seed));
-        let lsns = recovered_lsns(&disk);
+        let lsns = common::recovered_lsns(&disk);
         let last = lsns.last().copied().unwrap_or(0);
         assert!(last >= durable, "seed {seed}: durable {durable} but recovered only through {last}");
         drop(wal);
