@@ -15,6 +15,14 @@
 //! finds it as the epoll instance that watches its own listening socket
 //! (`/proc/self/fdinfo`). If it cannot be found, the worker simply does not
 //! spin.
+//!
+//! A worker whose clients wait for a `sync`-tier acknowledgement spins
+//! longer (`--durable-spin-us`) and whatever the payoff score: the
+//! acknowledgement arrives one fdatasync later, and a virtual CPU that halts
+//! meanwhile makes both the fdatasync's completion and the worker's wake-up
+//! slower (docs/benchmarks.md, "Spinning while a sync is in flight"). That
+//! spin yields the CPU on every turn, since the syncer may share it and must
+//! run the moment its fdatasync returns.
 
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -27,6 +35,7 @@ use std::time::{Duration, Instant};
 pub struct BusyPoll {
     epoll_fd: Arc<AtomicI32>,
     budget: Duration,
+    durable_budget: Duration,
     payoff: Arc<Payoff>,
 }
 
@@ -63,16 +72,17 @@ impl Payoff {
 }
 
 impl BusyPoll {
-    /// A poller that spins for at most `budget` before each park; a zero
-    /// budget never spins.
-    pub fn new(budget: Duration) -> BusyPoll {
-        BusyPoll { epoll_fd: Arc::new(AtomicI32::new(-1)), budget, payoff: Arc::default() }
+    /// A poller that spins for at most `budget` before each park, or
+    /// `durable_budget` while this thread's clients wait for durability; a
+    /// zero budget never spins.
+    pub fn new(budget: Duration, durable_budget: Duration) -> BusyPoll {
+        BusyPoll { epoll_fd: Arc::new(AtomicI32::new(-1)), budget, durable_budget, payoff: Arc::default() }
     }
 
     /// Finds the epoll instance that watches `registered` (a socket the
     /// event loop has registered) and polls it from now on.
     pub fn attach(&self, registered: RawFd) {
-        if self.budget.is_zero() {
+        if self.budget.is_zero() && self.durable_budget.is_zero() {
             return;
         }
         match epoll_watching(registered) {
@@ -85,20 +95,41 @@ impl BusyPoll {
     /// loop has something ready, or when the budget is spent.
     pub fn spin(&self) {
         let fd = self.epoll_fd.load(Ordering::Relaxed);
-        if fd < 0 || !self.payoff.should_spin() {
+        if fd < 0 {
             return;
         }
-        let deadline = Instant::now() + self.budget;
-        let found_work = loop {
-            if has_ready_events(fd) {
-                break true;
-            }
-            if Instant::now() >= deadline {
-                break false;
-            }
-            std::hint::spin_loop();
-        };
+        if !self.durable_budget.is_zero() && crate::persistence::waiters::pending_on_this_thread() > 0 {
+            spin_until_ready(fd, self.durable_budget, yield_cpu);
+            return;
+        }
+        if self.budget.is_zero() || !self.payoff.should_spin() {
+            return;
+        }
+        let found_work = spin_until_ready(fd, self.budget, std::hint::spin_loop);
         self.payoff.record(found_work);
+    }
+}
+
+/// Polls `fd` until it has ready events (true) or `budget` passes (false),
+/// calling `between` between two polls.
+fn spin_until_ready(fd: RawFd, budget: Duration, between: fn()) -> bool {
+    let deadline = Instant::now() + budget;
+    loop {
+        if has_ready_events(fd) {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        between();
+    }
+}
+
+/// Lets any other runnable thread on this CPU (the WAL syncer) run first.
+fn yield_cpu() {
+    // SAFETY: sched_yield takes no arguments and cannot fail on Linux.
+    unsafe {
+        libc::sched_yield();
     }
 }
 
@@ -157,6 +188,31 @@ mod tests {
     }
 
     #[test]
+    fn a_pending_durable_wait_spins_until_ready_even_when_spinning_does_not_pay() {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        runtime.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let addr = listener.local_addr().expect("addr");
+            let budget = Duration::from_millis(30);
+            let poller = BusyPoll::new(Duration::ZERO, budget);
+            poller.attach(listener.as_raw_fd());
+            let started = Instant::now();
+            poller.spin();
+            assert!(started.elapsed() < budget, "no pending wait: no spin (the idle budget is zero)");
+            let pending = crate::persistence::waiters::PendingHere::enter();
+            let started = Instant::now();
+            poller.spin();
+            assert!(started.elapsed() >= budget, "a pending wait spins for its whole budget when nothing arrives");
+            let _client = std::net::TcpStream::connect(addr).expect("connect");
+            let started = Instant::now();
+            poller.spin();
+            assert!(started.elapsed() < Duration::from_secs(5), "the spin ends when the event loop has work");
+            drop(pending);
+            assert_eq!(crate::persistence::waiters::pending_on_this_thread(), 0);
+        });
+    }
+
+    #[test]
     fn parses_fdinfo() {
         let info = "pos:\t0\nflags:\t02\nmnt_id:\t16\ntfd:        5 events:       19 data: 0 pos:0 ino:1\n\
                     tfd:       12 events: 8000001d data: 1 pos:0 ino:2\n";
@@ -183,7 +239,7 @@ mod tests {
         runtime.block_on(async {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
             let addr = listener.local_addr().expect("addr");
-            let poller = BusyPoll::new(Duration::from_millis(200));
+            let poller = BusyPoll::new(Duration::from_millis(200), Duration::ZERO);
             poller.attach(listener.as_raw_fd());
             let epoll = poller.epoll_fd.load(Ordering::Relaxed);
             assert!(epoll >= 0);

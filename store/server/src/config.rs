@@ -79,6 +79,12 @@ pub struct Args {
     /// spins). Saves a sleep and a wake-up per request at low pipeline depth.
     #[arg(long, env = "CAIRN_BUSY_POLL_US")]
     pub busy_poll_us: Option<u64>,
+    /// Microseconds a worker whose clients wait for a `sync`-tier fdatasync
+    /// polls for the acknowledgement before it sleeps (0: never spins). Keeps
+    /// the CPU out of its idle state while the disk works, which on virtual
+    /// machines shortens both the fdatasync and the wake-up after it.
+    #[arg(long, env = "CAIRN_DURABLE_SPIN_US")]
+    pub durable_spin_us: Option<u64>,
     /// Take a snapshot once the WAL has grown by this many MiB since the last one.
     #[arg(long, env = "CAIRN_SNAPSHOT_WAL_MB")]
     pub snapshot_wal_mb: Option<u64>,
@@ -149,6 +155,10 @@ fn deserialize_native_port<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Opt
 /// virtual machine (see `busy_poll`).
 pub const DEFAULT_BUSY_POLL_US: u64 = 20;
 
+/// Default `--durable-spin-us`: longer than the p99 fdatasync of the disks
+/// measured (docs/benchmarks.md), so a waiting worker rarely sleeps.
+pub const DEFAULT_DURABLE_SPIN_US: u64 = 1000;
+
 /// The resolved configuration the server runs with.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
@@ -173,6 +183,8 @@ pub struct Config {
     pub wal_syncers: usize,
     /// Microseconds a worker polls before it sleeps (0: never).
     pub busy_poll_us: u64,
+    /// Microseconds a worker polls while its clients wait for durability (0: never).
+    pub durable_spin_us: u64,
     pub snapshot_wal_bytes: u64,
     pub snapshot_interval_secs: u64,
     pub unsafe_skip_fsync: bool,
@@ -205,6 +217,7 @@ impl Default for Config {
             wal_segment_bytes: 64 << 20,
             wal_syncers: 0,
             busy_poll_us: DEFAULT_BUSY_POLL_US,
+            durable_spin_us: DEFAULT_DURABLE_SPIN_US,
             snapshot_wal_bytes: 256 << 20,
             snapshot_interval_secs: 3600,
             unsafe_skip_fsync: false,
@@ -254,6 +267,7 @@ impl Config {
             wal_segment_bytes: mib(args.wal_segment_mb.or(file.wal_segment_mb), d.wal_segment_bytes),
             wal_syncers: args.wal_syncers.or(file.wal_syncers).unwrap_or(d.wal_syncers),
             busy_poll_us: args.busy_poll_us.or(file.busy_poll_us).unwrap_or(d.busy_poll_us),
+            durable_spin_us: args.durable_spin_us.or(file.durable_spin_us).unwrap_or(d.durable_spin_us),
             snapshot_wal_bytes: mib(args.snapshot_wal_mb.or(file.snapshot_wal_mb), d.snapshot_wal_bytes),
             snapshot_interval_secs: args
                 .snapshot_interval
@@ -306,6 +320,9 @@ impl Config {
         }
         if self.busy_poll_us > 10_000 {
             return invalid("busy-poll-us", "must be between 0 and 10000");
+        }
+        if self.durable_spin_us > 10_000 {
+            return invalid("durable-spin-us", "must be between 0 and 10000");
         }
         if self.snapshot_wal_bytes == 0 {
             return invalid("snapshot-wal-mb", "must be at least 1");
@@ -433,6 +450,16 @@ mod tests {
         let too_long = Config::resolve(Args::parse_from(["cairn", "--busy-poll-us", "20000"]));
         assert!(matches!(too_long, Err(ConfigError::Invalid { name: "busy-poll-us", .. })));
         assert!(Args::try_parse_from(["cairn", "--busy-poll-us", "-1"]).is_err());
+    }
+
+    #[test]
+    fn durable_spin_flag() {
+        let config = Config::resolve(Args::parse_from(["cairn"])).unwrap();
+        assert_eq!(config.durable_spin_us, DEFAULT_DURABLE_SPIN_US);
+        let config = Config::resolve(Args::parse_from(["cairn", "--durable-spin-us", "0"])).unwrap();
+        assert_eq!(config.durable_spin_us, 0);
+        let too_long = Config::resolve(Args::parse_from(["cairn", "--durable-spin-us", "20000"]));
+        assert!(matches!(too_long, Err(ConfigError::Invalid { name: "durable-spin-us", .. })));
     }
 
     #[test]

@@ -9,7 +9,8 @@
 //! - [`listener`]: SO_REUSEPORT listeners, one per worker.
 //! - [`worker`]: a pinned thread with a single-threaded tokio event loop that
 //!   accepts connections and runs active expiry ([`expiry`]) for its share
-//!   of the shards; [`busy_poll`]: how it polls briefly before sleeping.
+//!   of the shards; [`busy_poll`]: how it polls briefly before sleeping;
+//!   [`worker_activity`]: which workers are mid-batch (the syncer waits for them).
 //! - [`connection`]: one client: read a batch, execute it, one write;
 //!   `admission`: maxclients and the client registry, for both protocols.
 //! - [`native`]: the native binary protocol's connections (same workers,
@@ -60,6 +61,7 @@ pub mod shutdown;
 pub mod stats;
 pub mod watch;
 pub mod worker;
+pub mod worker_activity;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -35,10 +35,21 @@ pub fn spawn(
                 tracing::warn!(worker = index, cpu, "could not pin worker to CPU");
             }
         }
-        let poller = BusyPoll::new(Duration::from_micros(server.config.busy_poll_us));
+        let poller = BusyPoll::new(
+            Duration::from_micros(server.config.busy_poll_us),
+            Duration::from_micros(server.config.durable_spin_us),
+        );
         let spinner = poller.clone();
-        let built =
-            tokio::runtime::Builder::new_current_thread().enable_all().on_thread_park(move || spinner.spin()).build();
+        let parking = server.persistence.worker_activity.clone();
+        let waking = parking.clone();
+        let built = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .on_thread_park(move || {
+                parking.leave();
+                spinner.spin();
+            })
+            .on_thread_unpark(move || waking.enter())
+            .build();
         let runtime = match built {
             Ok(rt) => rt,
             Err(e) => {

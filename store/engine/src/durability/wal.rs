@@ -21,7 +21,7 @@
 //! ([`WalError::DiskFull`]).
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -69,6 +69,11 @@ const CALLER_SPIN: Duration = Duration::from_micros(250);
 /// the extra round it saves.
 const GATHER_MAX: Duration = Duration::from_micros(50);
 
+/// The longest a syncer waits for busy appenders to finish their batch
+/// (`Shared::let_busy_appenders_finish`): as [`GATHER_MAX`], under one
+/// fdatasync.
+const BUSY_APPENDERS_MAX: Duration = Duration::from_micros(50);
+
 const HEALTH_OK: u8 = 0;
 const HEALTH_DISK_FULL: u8 = 1;
 const HEALTH_FAILED: u8 = 2;
@@ -91,6 +96,14 @@ pub struct WalOptions {
     /// The embedded database's callers; the server's connections cannot
     /// block, so it leaves this off.
     pub caller_rounds: bool,
+    /// How many appending threads are in the middle of a batch of work (the
+    /// server's workers count themselves in while their event loop runs and
+    /// out before it sleeps). In the `sync` tier a syncer woken by an append
+    /// first lets them finish (yielding its CPU, for at most
+    /// [`BUSY_APPENDERS_MAX`]), so one fdatasync covers the whole batch
+    /// instead of its first record; with many clients that halves the
+    /// fdatasyncs, whose CPU cost then bounds throughput.
+    pub busy_appenders: Option<Arc<AtomicUsize>>,
 }
 
 impl WalOptions {
@@ -101,6 +114,7 @@ impl WalOptions {
             background: true,
             syncers: default_syncers(tier),
             caller_rounds: false,
+            busy_appenders: None,
         }
     }
 }
@@ -152,6 +166,8 @@ struct Shared {
     appends_wake_syncer: bool,
     /// The callers of [`Wal::sync_through`] (group commit on their threads).
     committers: Committers,
+    /// See [`WalOptions::busy_appenders`].
+    busy_appenders: Option<Arc<AtomicUsize>>,
     /// The LSN the next caller round waits for before it starts (see
     /// `Shared::gather`).
     gather_until: AtomicU64,
@@ -233,6 +249,7 @@ impl Wal {
             syncers: options.syncers.max(1),
             appends_wake_syncer: !(options.caller_rounds && options.tier == Tier::Sync),
             committers: Committers::default(),
+            busy_appenders: options.busy_appenders.clone(),
             gather_until: AtomicU64::new(0),
             spare_wanted: Condvar::new(),
             spare_lock: Mutex::new(()),
@@ -442,6 +459,9 @@ impl Shared {
                 Tier::Everysec => last_sync.elapsed() >= Duration::from_secs(1) || wanted,
                 _ => true,
             };
+            if self.tier == Tier::Sync {
+                self.let_busy_appenders_finish();
+            }
             let round_started = Instant::now();
             self.round(due, index);
             if due {
@@ -482,6 +502,16 @@ impl Shared {
         let mut buffer = self.buffer.lock();
         if self.sync_wanted.load(Ordering::Acquire) <= self.durable.load(Ordering::Acquire) {
             self.data_ready.wait_for(&mut buffer, tick);
+        }
+    }
+
+    /// Yields this CPU while appenders are busy (see
+    /// [`WalOptions::busy_appenders`]), for at most [`BUSY_APPENDERS_MAX`].
+    fn let_busy_appenders_finish(&self) {
+        let Some(busy) = &self.busy_appenders else { return };
+        let started = Instant::now();
+        while busy.load(Ordering::Acquire) > 0 && started.elapsed() < BUSY_APPENDERS_MAX {
+            std::thread::yield_now();
         }
     }
 

@@ -87,6 +87,9 @@ pub struct Persistence {
     /// `Wal::sync_through` and run the log's rounds themselves (the embedded
     /// database; `WalOptions::caller_rounds`).
     pub caller_rounds: bool,
+    /// The workers mid-batch, which the log's syncer lets finish before a
+    /// `sync`-tier round (`WalOptions::busy_appenders`).
+    pub worker_activity: crate::worker_activity::WorkerActivity,
 }
 
 impl std::fmt::Debug for Persistence {
@@ -121,6 +124,7 @@ impl Persistence {
             snapshot_requested: AtomicBool::new(false),
             background_sync: true,
             caller_rounds: false,
+            worker_activity: crate::worker_activity::WorkerActivity::default(),
         }
     }
 

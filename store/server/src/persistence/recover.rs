@@ -97,6 +97,7 @@ pub fn recover(server: &Server) -> Result<Recovered, RecoverError> {
             segment_size: server.config.wal_segment_bytes,
             background: p.background_sync,
             caller_rounds: p.caller_rounds,
+            busy_appenders: Some(p.worker_activity.counter()),
             syncers: match server.config.wal_syncers {
                 0 => default_syncers(p.tier),
                 n => n,

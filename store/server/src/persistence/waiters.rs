@@ -3,6 +3,7 @@
 //! (waking every waiter on every sync costs the workers more than the sync
 //! saves when many clients write at once).
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -19,6 +20,36 @@ use super::Persistence;
 struct Inner {
     next_id: u64,
     by_lsn: BTreeMap<(Lsn, u64), Waker>,
+}
+
+thread_local! {
+    /// How many [`DurableWait`]s of this thread are registered and pending.
+    static PENDING_HERE: Cell<u32> = const { Cell::new(0) };
+}
+
+/// How many writes this thread's connections are waiting on to become
+/// durable (a worker about to sleep spins instead while this is non-zero:
+/// see `busy_poll`).
+pub fn pending_on_this_thread() -> u32 {
+    PENDING_HERE.with(Cell::get)
+}
+
+/// Counts one pending wait on this thread while it lives (create and drop
+/// it on the same thread).
+#[derive(Debug)]
+pub struct PendingHere(());
+
+impl PendingHere {
+    pub fn enter() -> PendingHere {
+        PENDING_HERE.with(|n| n.set(n.get() + 1));
+        PendingHere(())
+    }
+}
+
+impl Drop for PendingHere {
+    fn drop(&mut self) {
+        PENDING_HERE.with(|n| n.set(n.get().saturating_sub(1)));
+    }
 }
 
 /// The registry of waiters.
@@ -69,11 +100,13 @@ pub struct DurableWait<'a> {
     persistence: &'a Persistence,
     lsn: Lsn,
     registered: Option<u64>,
+    /// Set once the wait is registered: this thread has a client waiting.
+    pending: Option<PendingHere>,
 }
 
 impl<'a> DurableWait<'a> {
     pub fn new(persistence: &'a Persistence, lsn: Lsn) -> Self {
-        DurableWait { persistence, lsn, registered: None }
+        DurableWait { persistence, lsn, registered: None, pending: None }
     }
 
     fn settled(&self) -> Option<Result<(), WalError>> {
@@ -99,6 +132,9 @@ impl Future for DurableWait<'_> {
             return Poll::Ready(done);
         }
         let id = self.persistence.waiters.register(self.lsn, self.registered, cx.waker());
+        if self.pending.is_none() {
+            self.pending = Some(PendingHere::enter());
+        }
         self.registered = Some(id);
         // The sync may have finished between the check and the registration.
         match self.settled() {
