@@ -15,8 +15,7 @@ use cairn_engine::durability::{LogTail, Storage, Tier, Wal, WalOptions};
 fn open(disk: &SimStorage, busy: Arc<AtomicUsize>) -> Wal {
     let storage: Arc<dyn Storage> = Arc::new(disk.clone());
     storage.create_dir_all(Path::new("/data")).unwrap();
-    let options =
-        WalOptions { segment_size: 64 << 10, busy_appenders: Some(busy), ..WalOptions::new(Tier::Sync) };
+    let options = WalOptions { segment_size: 64 << 10, busy_appenders: Some(busy), ..WalOptions::new(Tier::Sync) };
     let tail = LogTail { next_lsn: 1, ..LogTail::default() };
     Wal::open(storage, Path::new("/data"), options, tail, Box::new(|_| {})).expect("open the log")
 }
