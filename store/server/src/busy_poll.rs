@@ -187,11 +187,19 @@ mod tests {
         assert!(payoff.should_spin(), "hits bring spinning back");
     }
 
-    #[test]
-    fn a_pending_durable_wait_spins_until_ready_even_when_spinning_does_not_pay() {
+    /// Runs `test` with a listener registered on a fresh current-thread
+    /// event loop, as a worker's is.
+    fn with_listener(test: impl FnOnce(&tokio::net::TcpListener)) {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
         runtime.block_on(async {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            test(&listener);
+        });
+    }
+
+    #[test]
+    fn a_pending_durable_wait_spins_until_ready_even_when_spinning_does_not_pay() {
+        with_listener(|listener| {
             let addr = listener.local_addr().expect("addr");
             let budget = Duration::from_millis(30);
             let poller = BusyPoll::new(Duration::ZERO, budget);
@@ -224,9 +232,7 @@ mod tests {
 
     #[test]
     fn finds_the_epoll_that_watches_a_socket() {
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-        runtime.block_on(async {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        with_listener(|listener| {
             epoll_watching(listener.as_raw_fd()).expect("the runtime's epoll watches the listener");
             let stray = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
             assert_eq!(epoll_watching(stray.as_raw_fd()), None);
@@ -235,9 +241,7 @@ mod tests {
 
     #[test]
     fn a_connection_makes_the_epoll_ready() {
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-        runtime.block_on(async {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        with_listener(|listener| {
             let addr = listener.local_addr().expect("addr");
             let poller = BusyPoll::new(Duration::from_millis(200), Duration::ZERO);
             poller.attach(listener.as_raw_fd());

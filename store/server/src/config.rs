@@ -441,25 +441,20 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
-    #[test]
-    fn busy_poll_flag() {
-        let config = Config::resolve(Args::parse_from(["cairn"])).unwrap();
-        assert_eq!(config.busy_poll_us, DEFAULT_BUSY_POLL_US);
-        let config = Config::resolve(Args::parse_from(["cairn", "--busy-poll-us", "0"])).unwrap();
-        assert_eq!(config.busy_poll_us, 0);
-        let too_long = Config::resolve(Args::parse_from(["cairn", "--busy-poll-us", "20000"]));
-        assert!(matches!(too_long, Err(ConfigError::Invalid { name: "busy-poll-us", .. })));
-        assert!(Args::try_parse_from(["cairn", "--busy-poll-us", "-1"]).is_err());
+    /// A microseconds flag: its default, 0 accepted, above 10,000 refused
+    /// by name, negative refused by the parser.
+    fn check_micros_flag(flag: &str, name: &str, default: u64, get: fn(&Config) -> u64) {
+        assert_eq!(get(&Config::resolve(Args::parse_from(["cairn"])).unwrap()), default);
+        assert_eq!(get(&Config::resolve(Args::parse_from(["cairn", flag, "0"])).unwrap()), 0);
+        let too_long = Config::resolve(Args::parse_from(["cairn", flag, "20000"]));
+        assert!(matches!(too_long, Err(ConfigError::Invalid { name: n, .. }) if n == name));
+        assert!(Args::try_parse_from(["cairn", flag, "-1"]).is_err());
     }
 
     #[test]
-    fn durable_spin_flag() {
-        let config = Config::resolve(Args::parse_from(["cairn"])).unwrap();
-        assert_eq!(config.durable_spin_us, DEFAULT_DURABLE_SPIN_US);
-        let config = Config::resolve(Args::parse_from(["cairn", "--durable-spin-us", "0"])).unwrap();
-        assert_eq!(config.durable_spin_us, 0);
-        let too_long = Config::resolve(Args::parse_from(["cairn", "--durable-spin-us", "20000"]));
-        assert!(matches!(too_long, Err(ConfigError::Invalid { name: "durable-spin-us", .. })));
+    fn spin_flags() {
+        check_micros_flag("--busy-poll-us", "busy-poll-us", DEFAULT_BUSY_POLL_US, |c| c.busy_poll_us);
+        check_micros_flag("--durable-spin-us", "durable-spin-us", DEFAULT_DURABLE_SPIN_US, |c| c.durable_spin_us);
     }
 
     #[test]
