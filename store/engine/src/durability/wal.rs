@@ -74,6 +74,15 @@ const GATHER_MAX: Duration = Duration::from_micros(50);
 /// fdatasync.
 const BUSY_APPENDERS_MAX: Duration = Duration::from_micros(50);
 
+/// The syncer's nice value in the `async` and `everysec` tiers, where no
+/// reply waits for it: when the CPUs are saturated, request processing goes
+/// first and the syncer gets about a tenth of a contended CPU (a round of a
+/// few tens of µs of CPU still starts every few ms), instead of preempting a
+/// worker mid-batch every millisecond. With idle CPU time it runs at once,
+/// as before. The `sync` tier's syncer keeps normal priority: every
+/// acknowledgement waits for it.
+pub const BACKGROUND_SYNCER_NICE: i32 = 10;
+
 const HEALTH_OK: u8 = 0;
 const HEALTH_DISK_FULL: u8 = 1;
 const HEALTH_FAILED: u8 = 2;
@@ -443,6 +452,9 @@ impl Shared {
     }
 
     fn run_syncer(&self, index: usize) {
+        if self.tier != Tier::Sync {
+            lower_this_threads_priority(BACKGROUND_SYNCER_NICE);
+        }
         let tick = match self.tier {
             Tier::Everysec => Duration::from_millis(10),
             _ => Duration::from_millis(100),
@@ -774,6 +786,27 @@ struct SyncPlan {
     handle: SyncHandle,
     /// The segment's name, for the error message.
     segment: String,
+}
+
+/// Raises the calling thread's nice value to `nice` (Linux: a thread's own,
+/// not the process's), never lowering it: a server started under `nice`
+/// keeps its priority. Raising it needs no privilege; a failure only leaves
+/// the thread at its priority, so it is logged and ignored.
+fn lower_this_threads_priority(nice: i32) {
+    // SAFETY: gettid takes no arguments; getpriority/setpriority with
+    // PRIO_PROCESS and a thread id read and change that thread's nice value.
+    let rc = unsafe {
+        let tid = libc::gettid() as libc::id_t;
+        *libc::__errno_location() = 0;
+        let current = libc::getpriority(libc::PRIO_PROCESS, tid);
+        if *libc::__errno_location() != 0 || current >= nice {
+            return;
+        }
+        libc::setpriority(libc::PRIO_PROCESS, tid, nice)
+    };
+    if rc != 0 {
+        tracing::debug!(error = %std::io::Error::last_os_error(), nice, "could not lower the WAL syncer's priority");
+    }
 }
 
 fn write_error_message(e: WriteError) -> String {
