@@ -183,8 +183,10 @@ pub struct Config {
     pub wal_syncers: usize,
     /// Microseconds a worker polls before it sleeps (0: never).
     pub busy_poll_us: u64,
-    /// Microseconds a worker polls while its clients wait for durability (0: never).
-    pub durable_spin_us: u64,
+    /// Microseconds a worker polls while its clients wait for durability (0:
+    /// never; `None`: [`DEFAULT_DURABLE_SPIN_US`], or 0 under a cgroup CPU
+    /// quota, see [`Config::durable_spin_budget_us`]).
+    pub durable_spin_us: Option<u64>,
     pub snapshot_wal_bytes: u64,
     pub snapshot_interval_secs: u64,
     pub unsafe_skip_fsync: bool,
@@ -217,7 +219,7 @@ impl Default for Config {
             wal_segment_bytes: 64 << 20,
             wal_syncers: 0,
             busy_poll_us: DEFAULT_BUSY_POLL_US,
-            durable_spin_us: DEFAULT_DURABLE_SPIN_US,
+            durable_spin_us: None,
             snapshot_wal_bytes: 256 << 20,
             snapshot_interval_secs: 3600,
             unsafe_skip_fsync: false,
@@ -239,6 +241,18 @@ pub enum ConfigError {
 }
 
 impl Config {
+    /// The durable-spin budget to run with, given the cgroup's CPU quota: as
+    /// configured, else [`DEFAULT_DURABLE_SPIN_US`] without a quota and 0
+    /// under one (spinning counts against a CPU limit, and a throttled
+    /// cgroup stalls for the rest of its period: see `cpu_quota`).
+    pub fn durable_spin_budget_us(&self, cpu_quota: Option<f64>) -> u64 {
+        match (self.durable_spin_us, cpu_quota) {
+            (Some(us), _) => us,
+            (None, Some(_)) => 0,
+            (None, None) => DEFAULT_DURABLE_SPIN_US,
+        }
+    }
+
     /// Resolves flags/env (`args`) over an optional file over the defaults.
     pub fn resolve(args: Args) -> Result<Config, ConfigError> {
         let file = match &args.config {
@@ -267,7 +281,7 @@ impl Config {
             wal_segment_bytes: mib(args.wal_segment_mb.or(file.wal_segment_mb), d.wal_segment_bytes),
             wal_syncers: args.wal_syncers.or(file.wal_syncers).unwrap_or(d.wal_syncers),
             busy_poll_us: args.busy_poll_us.or(file.busy_poll_us).unwrap_or(d.busy_poll_us),
-            durable_spin_us: args.durable_spin_us.or(file.durable_spin_us).unwrap_or(d.durable_spin_us),
+            durable_spin_us: args.durable_spin_us.or(file.durable_spin_us).or(d.durable_spin_us),
             snapshot_wal_bytes: mib(args.snapshot_wal_mb.or(file.snapshot_wal_mb), d.snapshot_wal_bytes),
             snapshot_interval_secs: args
                 .snapshot_interval
@@ -321,7 +335,7 @@ impl Config {
         if self.busy_poll_us > 10_000 {
             return invalid("busy-poll-us", "must be between 0 and 10000");
         }
-        if self.durable_spin_us > 10_000 {
+        if self.durable_spin_us.is_some_and(|us| us > 10_000) {
             return invalid("durable-spin-us", "must be between 0 and 10000");
         }
         if self.snapshot_wal_bytes == 0 {
@@ -454,7 +468,19 @@ mod tests {
     #[test]
     fn spin_flags() {
         check_micros_flag("--busy-poll-us", "busy-poll-us", DEFAULT_BUSY_POLL_US, |c| c.busy_poll_us);
-        check_micros_flag("--durable-spin-us", "durable-spin-us", DEFAULT_DURABLE_SPIN_US, |c| c.durable_spin_us);
+        check_micros_flag("--durable-spin-us", "durable-spin-us", DEFAULT_DURABLE_SPIN_US, |c| {
+            c.durable_spin_budget_us(None)
+        });
+    }
+
+    #[test]
+    fn durable_spin_is_off_by_default_under_a_cpu_quota_unless_asked_for() {
+        let default = Config::resolve(Args::parse_from(["cairn"])).unwrap();
+        assert_eq!(default.durable_spin_budget_us(None), DEFAULT_DURABLE_SPIN_US);
+        assert_eq!(default.durable_spin_budget_us(Some(2.0)), 0);
+        let asked = Config::resolve(Args::parse_from(["cairn", "--durable-spin-us", "300"])).unwrap();
+        assert_eq!(asked.durable_spin_budget_us(Some(2.0)), 300);
+        assert_eq!(asked.durable_spin_budget_us(None), 300);
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //!
 //! - [`config`]: flags, `CAIRN_*` environment variables and the TOML file,
 //!   resolved into [`Config`]; [`config_params`]: what CONFIG GET/SET see.
-//! - [`cpus`]: CPU lists and the affinity mask (one worker per allowed CPU).
+//! - [`cpus`]: CPU lists and the affinity mask (one worker per allowed CPU);
+//!   [`cpu_quota`]: the cgroup's CPU limit (spinning is off under one).
 //! - [`listener`]: SO_REUSEPORT listeners, one per worker.
 //! - [`worker`]: a pinned thread with a single-threaded tokio event loop that
 //!   accepts connections and runs active expiry ([`expiry`]) for its share
@@ -44,6 +45,7 @@ pub mod commands;
 pub mod config;
 pub mod config_params;
 pub mod connection;
+pub mod cpu_quota;
 pub mod cpus;
 pub mod expiry;
 pub mod health;
@@ -145,6 +147,12 @@ pub fn start(config: Config, shutdown: Shutdown) -> Result<RunningServer, StartE
     })?;
     // Calibrate the latency clock now, not on the first command.
     let _ = quanta::Instant::now();
+    if let (None, Some(quota)) = (config.durable_spin_us, cpu_quota::cpu_quota()) {
+        tracing::info!(
+            cpus = quota,
+            "CPU quota: workers do not spin while syncs are in flight (--durable-spin-us overrides)"
+        );
+    }
     let server = Arc::new(Server::new(config, addr.port(), plan.len(), shutdown));
     let mut threads = Vec::with_capacity(plan.len() + 2);
     let mut native_listeners = native_listeners.into_iter();
