@@ -133,7 +133,7 @@ impl RunningServer {
 }
 
 /// Starts the server's workers and returns once they are listening.
-pub fn start(config: Config, shutdown: Shutdown) -> Result<RunningServer, StartError> {
+pub fn start(mut config: Config, shutdown: Shutdown) -> Result<RunningServer, StartError> {
     let plan = cpus::plan_workers(config.threads, config.cpus.as_deref())?;
     std::fs::create_dir_all(&config.data_dir)
         .map_err(|source| StartError::DataDir { path: config.data_dir.display().to_string(), source })?;
@@ -147,12 +147,12 @@ pub fn start(config: Config, shutdown: Shutdown) -> Result<RunningServer, StartE
     })?;
     // Calibrate the latency clock now, not on the first command.
     let _ = quanta::Instant::now();
-    if let (None, Some(quota)) = (config.durable_spin_us, cpu_quota::cpu_quota()) {
-        tracing::info!(
-            cpus = quota,
-            "CPU quota: workers do not spin while syncs are in flight (--durable-spin-us overrides)"
-        );
+    // Resolved once, here: the workers read the configured value.
+    let quota = cpu_quota::cpu_quota();
+    if let (None, Some(cpus)) = (config.durable_spin_us, quota) {
+        tracing::info!(cpus, "CPU quota: workers do not spin while syncs are in flight (--durable-spin-us overrides)");
     }
+    config.durable_spin_us = Some(config.durable_spin_budget_us(quota));
     let server = Arc::new(Server::new(config, addr.port(), plan.len(), shutdown));
     let mut threads = Vec::with_capacity(plan.len() + 2);
     let mut native_listeners = native_listeners.into_iter();

@@ -37,7 +37,8 @@ pub fn spawn(
         }
         let poller = BusyPoll::new(
             Duration::from_micros(server.config.busy_poll_us),
-            Duration::from_micros(server.config.durable_spin_budget_us(crate::cpu_quota::cpu_quota())),
+            // `start` resolved it against the CPU quota; no quota is read here.
+            Duration::from_micros(server.config.durable_spin_budget_us(None)),
         );
         let spinner = poller.clone();
         let parking = server.persistence.worker_activity.clone();
