@@ -5,6 +5,8 @@
 # Runs the same redis-benchmark workload (SET, GET, INCR; -P 16 -c 8 -d 32
 # -r 100000) against Cairn (one worker) and Redis 7.0 (save "", appendonly no),
 # each under callgrind, and prints total instructions and instructions per op.
+# Cairn runs with --busy-poll-us 0: instructions spent spinning before a worker
+# sleeps are idle time, not cost per operation.
 # Usage: e2e/bench/callgrind_cost.sh [CAIRN_BIN] [OPS_PER_TEST]
 set -euo pipefail
 cairn_bin=${1:-target/release/cairn}
@@ -37,7 +39,7 @@ measure() { # name port cmd...
 }
 
 cport=$(free_port)
-cairn_ir=$(measure cairn "$cport" "$cairn_bin" --port "$cport" --threads 1 --admin-port 0 --native-port 0 --data-dir "$work/cairn-data")
+cairn_ir=$(measure cairn "$cport" "$cairn_bin" --port "$cport" --threads 1 --busy-poll-us 0 --admin-port 0 --native-port 0 --data-dir "$work/cairn-data")
 rport=$(free_port)
 redis_ir=$(measure redis "$rport" redis-server --port "$rport" --save "" --appendonly no --dir "$work")
 total_ops=$((ops * 3))

@@ -51,8 +51,7 @@ impl Session {
         let stats = &server.workers[0];
         let protocol = self.client.protocol;
         let now_ms = cairn_engine::clock::now_ms();
-        let mut ctx =
-            Ctx { server, client: &mut self.client, out: ReplyWriter::new(&mut self.out, protocol), stats, now_ms };
+        let mut ctx = Ctx::new(server, &mut self.client, ReplyWriter::new(&mut self.out, protocol), stats, now_ms);
         dispatch(&mut ctx, args);
         server.blocking.serve_ready(server, stats);
         if let Some(wait) = self.client.wait_aof.take() {

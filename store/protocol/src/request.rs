@@ -96,6 +96,18 @@ pub fn parse_request(buf: &[u8], argv: &mut Argv, limits: &Limits) -> Result<Par
     }
 }
 
+/// A multibulk or bulk length. The common case (1 to 18 plain digits, no
+/// leading zero) is read without overflow checks; anything else goes to
+/// [`parse_i64`], which decides as Redis does.
+#[inline]
+fn parse_length(s: &[u8]) -> Option<i64> {
+    let plain = (1..=18).contains(&s.len()) && (s[0] != b'0' || s.len() == 1) && s.iter().all(u8::is_ascii_digit);
+    if plain {
+        return Some(s.iter().fold(0, |value, &digit| value * 10 + i64::from(digit - b'0')));
+    }
+    parse_i64(s)
+}
+
 /// Finds the `\r\n` ending the line that starts at `from`; returns the index of `\r`.
 fn find_crlf(buf: &[u8], from: usize) -> Option<usize> {
     let mut i = from;
@@ -116,14 +128,57 @@ fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {
     haystack.iter().position(|&b| b == needle)
 }
 
-fn parse_multibulk(buf: &[u8], argv: &mut Argv, limits: &Limits) -> Result<Parsed, ParseError> {
-    let Some(cr) = find_crlf(buf, 1) else {
-        if buf.len() > limits.max_inline_len {
-            return Err(ParseError::TooBigMultibulkCount);
+/// Reads the length line that starts at `from` (just after its `*` or `$`):
+/// its value and the index of its `\r`, or `Ok(None)` while the line is
+/// incomplete. `too_big` is the error for a line longer than an inline
+/// request may be, `invalid` the one for a line that is not a number.
+#[inline(always)]
+fn length_line(
+    buf: &[u8],
+    from: usize,
+    limits: &Limits,
+    too_big: ParseError,
+    invalid: ParseError,
+) -> Result<Option<(i64, usize)>, ParseError> {
+    if let Some(found) = plain_length_line(buf, from) {
+        return Ok(Some(found));
+    }
+    let Some(cr) = find_crlf(buf, from) else {
+        if buf.len() - (from - 1) > limits.max_inline_len {
+            return Err(too_big);
         }
+        return Ok(None);
+    };
+    parse_length(&buf[from..cr]).map(|value| Some((value, cr))).ok_or(invalid)
+}
+
+/// The common length line, read in one pass: 1 to 18 digits without a
+/// leading zero, then `\r\n`. `None` for anything else (the general path
+/// then decides, with Redis's errors).
+#[inline(always)]
+fn plain_length_line(buf: &[u8], from: usize) -> Option<(i64, usize)> {
+    let mut value: i64 = 0;
+    let mut at = from;
+    while let Some(&byte) = buf.get(at) {
+        if !byte.is_ascii_digit() {
+            break;
+        }
+        if at - from == 18 {
+            return None;
+        }
+        value = value * 10 + i64::from(byte - b'0');
+        at += 1;
+    }
+    let digits = at - from;
+    let plain = digits == 1 || (digits > 1 && buf[from] != b'0');
+    (plain && buf.get(at) == Some(&b'\r') && buf.get(at + 1) == Some(&b'\n')).then_some((value, at))
+}
+
+fn parse_multibulk(buf: &[u8], argv: &mut Argv, limits: &Limits) -> Result<Parsed, ParseError> {
+    let line = length_line(buf, 1, limits, ParseError::TooBigMultibulkCount, ParseError::InvalidMultibulkLength)?;
+    let Some((count, cr)) = line else {
         return Ok(Parsed::Incomplete);
     };
-    let count = parse_i64(&buf[1..cr]).ok_or(ParseError::InvalidMultibulkLength)?;
     if count > limits.max_multibulk_len as i64 || count > i64::from(i32::MAX) {
         return Err(ParseError::InvalidMultibulkLength);
     }
@@ -142,13 +197,10 @@ fn parse_multibulk(buf: &[u8], argv: &mut Argv, limits: &Limits) -> Result<Parse
         if first != b'$' {
             return Err(ParseError::ExpectedDollar(first));
         }
-        let Some(cr) = find_crlf(buf, pos + 1) else {
-            if buf.len() - pos > limits.max_inline_len {
-                return Err(ParseError::TooBigBulkCount);
-            }
+        let line = length_line(buf, pos + 1, limits, ParseError::TooBigBulkCount, ParseError::InvalidBulkLength)?;
+        let Some((len, cr)) = line else {
             return Ok(Parsed::Incomplete);
         };
-        let len = parse_i64(&buf[pos + 1..cr]).ok_or(ParseError::InvalidBulkLength)?;
         if len < 0 || len as u64 > limits.max_bulk_len as u64 {
             return Err(ParseError::InvalidBulkLength);
         }
@@ -288,6 +340,44 @@ fn split_one(line: &[u8], mut i: usize, current: &mut Vec<u8>) -> Result<usize, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The fast path of `parse_length` agrees with `parse_i64` everywhere.
+    #[test]
+    fn parse_length_agrees_with_parse_i64() {
+        let fixed: &[&[u8]] = &[
+            b"0",
+            b"00",
+            b"01",
+            b"1",
+            b"9",
+            b"10",
+            b"-1",
+            b"-0",
+            b"+1",
+            b" 1",
+            b"1 ",
+            b"",
+            b"12a",
+            b"999999999999999999",
+            b"1000000000000000000",
+            b"9223372036854775807",
+            b"9223372036854775808",
+            b"-9223372036854775808",
+            b"99999999999999999999",
+        ];
+        for s in fixed {
+            assert_eq!(parse_length(s), parse_i64(s), "{:?}", String::from_utf8_lossy(s));
+        }
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..100_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let len = (seed % 21) as usize;
+            let s: Vec<u8> = (0..len).map(|i| b"0123456789-+x"[((seed >> (i * 3 % 60)) % 13) as usize]).collect();
+            assert_eq!(parse_length(&s), parse_i64(&s), "{:?}", String::from_utf8_lossy(&s));
+        }
+    }
 
     fn parse_all(input: &[u8]) -> Result<Vec<Vec<Vec<u8>>>, ParseError> {
         let mut argv = Argv::default();

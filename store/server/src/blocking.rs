@@ -351,8 +351,7 @@ fn rerun(server: &Server, stats: &WorkerStats, waiter: &Waiter) -> Option<(Vec<u
     let args: Vec<&[u8]> = waiter.args.iter().map(Vec::as_slice).collect();
     let mut reply = Vec::new();
     let now_ms = cairn_engine::clock::now_ms();
-    let mut ctx =
-        Ctx { server, client: &mut client, out: ReplyWriter::new(&mut reply, waiter.protocol), stats, now_ms };
+    let mut ctx = Ctx::new(server, &mut client, ReplyWriter::new(&mut reply, waiter.protocol), stats, now_ms);
     let result = crate::persistence::logging::run(&mut ctx, spec, &args);
     if matches!(ctx.client.block, BlockState::NotServed) {
         return None;

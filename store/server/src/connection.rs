@@ -15,6 +15,7 @@ use tokio::net::TcpStream;
 use crate::admission::{admit, release};
 use crate::blocking::{BlockState, Waiter};
 use crate::client::Client;
+use crate::commands::timing::CommandClock;
 use crate::commands::{dispatch, Ctx};
 use crate::scripting::gate::Gate;
 use crate::server::Server;
@@ -291,7 +292,8 @@ fn execute_batch(
     let protocol = client.protocol;
     // One clock read per batch: the commands of a batch arrived together.
     let now_ms = cairn_engine::clock::now_ms();
-    let mut ctx = Ctx { server, client, out: ReplyWriter::new(output, protocol), stats, now_ms };
+    let clock = CommandClock::start();
+    let mut ctx = Ctx { server, client, out: ReplyWriter::new(output, protocol), stats, now_ms, clock };
     // One argument vector for the whole batch: emptied after each command and
     // recycled (same allocation) so the borrow of `argv` ends each time.
     let mut spare: Vec<&'static [u8]> = Vec::with_capacity(8);

@@ -60,13 +60,13 @@ impl Node {
 
     fn run(&mut self, args: &[&[u8]]) -> Vec<u8> {
         let mut out = Vec::new();
-        let mut ctx = Ctx {
-            server: &self.server,
-            client: &mut self.client,
-            out: ReplyWriter::new(&mut out, ProtocolVersion::Resp2),
-            stats: &self.stats,
-            now_ms: cairn_engine::clock::now_ms(),
-        };
+        let mut ctx = Ctx::new(
+            &self.server,
+            &mut self.client,
+            ReplyWriter::new(&mut out, ProtocolVersion::Resp2),
+            &self.stats,
+            cairn_engine::clock::now_ms(),
+        );
         dispatch(&mut ctx, args);
         out
     }

@@ -27,6 +27,7 @@ pub mod sort;
 pub mod streams;
 pub mod strings;
 pub mod table;
+pub mod timing;
 pub mod transactions;
 pub mod zsets;
 
@@ -46,12 +47,25 @@ pub struct Ctx<'a> {
     pub stats: &'a WorkerStats,
     /// Wall clock at dispatch, Unix milliseconds.
     pub now_ms: u64,
+    /// Where the next command's run time starts (see [`timing`]).
+    pub clock: timing::CommandClock,
 }
 
 /// A command implementation.
 pub type Handler = fn(&mut Ctx<'_>, &[&[u8]]) -> CmdResult;
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    /// A context for commands that start now (their run time counts from here).
+    pub fn new(
+        server: &'a Server,
+        client: &'a mut Client,
+        out: ReplyWriter<'a>,
+        stats: &'a WorkerStats,
+        now_ms: u64,
+    ) -> Ctx<'a> {
+        Ctx { server, client, out, stats, now_ms, clock: timing::CommandClock::start() }
+    }
+
     /// The keyspace table of the client's database that holds `key`, locked.
     pub fn lock_key(&self, key: &[u8]) -> cairn_engine::ShardGuard<'_> {
         self.server.keyspace.lock_key(key)
@@ -77,7 +91,8 @@ impl Ctx<'_> {
 
 /// Runs one request. `args` is never empty.
 pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
-    let Some(index) = table::lookup(args[0]) else {
+    let previous = ctx.client.handle.last_command.load(std::sync::atomic::Ordering::Relaxed);
+    let Some(index) = table::lookup_hinted(args[0], usize::from(previous)) else {
         ctx.out.error(&error::unknown_command(args));
         record_error(ctx);
         abort_multi(ctx);
@@ -120,9 +135,9 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
         return;
     }
     let reply_start = ctx.out.buffer().len();
-    let started = quanta::Instant::now();
+    let started = ctx.clock.mark();
     let result = crate::persistence::logging::run(ctx, spec, args);
-    counters.record_usec(started.elapsed().as_micros() as u64);
+    counters.record_usec(ctx.clock.finish(started));
     counters.calls.add(1);
     ctx.stats.commands.add(1);
     match result {

@@ -224,9 +224,30 @@ pub fn lookup(name: &[u8]) -> Option<usize> {
     index().get(&*lower).copied()
 }
 
+/// [`lookup`], trying `hint` (the client's previous command) first: clients
+/// mostly repeat a command, and comparing one name costs less than hashing.
+#[inline]
+pub fn lookup_hinted(name: &[u8], hint: usize) -> Option<usize> {
+    match all().get(hint) {
+        Some(spec) if spec.name.as_bytes().eq_ignore_ascii_case(name) => Some(hint),
+        _ => lookup(name),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hint_is_only_taken_when_it_names_the_command() {
+        let get = lookup(b"get").expect("get");
+        let set = lookup(b"set").expect("set");
+        assert_eq!(lookup_hinted(b"GET", get), Some(get));
+        assert_eq!(lookup_hinted(b"get", set), Some(get));
+        assert_eq!(lookup_hinted(b"nosuchcommand", get), None);
+        assert_eq!(lookup_hinted(b"ge", get), None);
+        assert_eq!(lookup_hinted(b"set", usize::from(u16::MAX)), Some(set));
+    }
 
     #[test]
     fn lookup_ignores_case_and_names_are_unique() {

@@ -12,6 +12,7 @@ use super::session::Session;
 use super::translate::write_outcome;
 use crate::blocking::BlockState;
 use crate::client::Client;
+use crate::commands::timing::CommandClock;
 use crate::commands::{dispatch, Ctx};
 use crate::server::Server;
 use crate::stats::WorkerStats;
@@ -24,6 +25,8 @@ pub struct Exec<'a> {
     pub session: &'a mut Session,
     /// Wall clock when the batch of frames was read, Unix milliseconds.
     pub now_ms: u64,
+    /// Where the next command's run time starts.
+    pub clock: CommandClock,
 }
 
 impl Exec<'_> {
@@ -38,8 +41,10 @@ impl Exec<'_> {
             out: ReplyWriter::new(&mut self.session.scratch, ProtocolVersion::Resp3),
             stats: self.stats,
             now_ms: self.now_ms,
+            clock: self.clock,
         };
         dispatch(&mut ctx, args);
+        self.clock = ctx.clock;
         self.server.blocking.serve_ready(self.server, self.stats);
         if let BlockState::Blocked(waiter) = std::mem::take(&mut self.client.block) {
             self.server.blocking.cancel(&waiter);

@@ -16,6 +16,7 @@ use super::handshake::greet;
 use super::session::Session;
 use crate::admission::{admit, release};
 use crate::client::Client;
+use crate::commands::timing::CommandClock;
 use crate::connection::{read_with_timeout, shrink_if_idle};
 use crate::server::Server;
 use crate::stats::WorkerStats;
@@ -151,7 +152,7 @@ fn execute_frames(
 ) -> Pass {
     let limits = limits(server);
     let now_ms = cairn_engine::clock::now_ms();
-    let mut exec = Exec { server, client, stats, session, now_ms };
+    let mut exec = Exec { server, client, stats, session, now_ms, clock: CommandClock::start() };
     let mut pass = Pass { consumed: 0, durable: false, close: false };
     while pass.consumed < input.len() && !pass.close {
         let (frame, used) = match decode_frame(&input[pass.consumed..], &limits) {

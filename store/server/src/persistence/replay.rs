@@ -48,13 +48,8 @@ impl<'a> Replayer<'a> {
         }
         self.client.select(db as usize);
         self.out.clear();
-        let mut ctx = Ctx {
-            server: self.server,
-            client: &mut self.client,
-            out: ReplyWriter::new(&mut self.out, ProtocolVersion::Resp2),
-            stats: &self.stats,
-            now_ms: time_ms,
-        };
+        let out = ReplyWriter::new(&mut self.out, ProtocolVersion::Resp2);
+        let mut ctx = Ctx::new(self.server, &mut self.client, out, &self.stats, time_ms);
         let result = (spec.handler)(&mut ctx, argv);
         let failed = result.is_err() || self.out.first() == Some(&b'-');
         if failed {

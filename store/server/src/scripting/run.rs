@@ -76,13 +76,8 @@ pub fn execute(
     let mut outcome = Outcome::default();
     {
         let now_ms = cairn_engine::clock::monotonic_now_ms();
-        let mut ctx = Ctx {
-            server,
-            client: &mut client,
-            out: ReplyWriter::new(&mut scratch, ProtocolVersion::Resp2),
-            stats,
-            now_ms,
-        };
+        let mut ctx =
+            Ctx::new(server, &mut client, ReplyWriter::new(&mut scratch, ProtocolVersion::Resp2), stats, now_ms);
         let mut out = ReplyWriter::new(&mut outcome.reply, caller.protocol);
         run_lua(&mut ctx, request, &mut out);
         let logged = ctx.client.txn_log.take().unwrap_or_default();
