@@ -18,8 +18,10 @@ What it does
    cell and from round to round, so slow drift of the machine hits both sides equally.
 3. Reports the median over rounds per cell of ops/s, p50 and p99 latency (ms, as
    redis-benchmark prints them) and the server's CPU seconds per million operations, from
-   `/proc/PID/stat` utime+stime (all threads of the server process) sampled just before and
-   just after each redis-benchmark run. The server processes live across all runs.
+   `/proc/PID/stat` utime+stime (all threads of the server process) plus cutime+cstime (its
+   reaped children: Redis's AOF-rewrite forks; a child reaped in a later run counts there)
+   sampled just before and just after each redis-benchmark run. The server processes live
+   across all runs.
 
 Choices (documented here because they change the numbers)
 ---------------------------------------------------------
@@ -320,11 +322,13 @@ def tail(path: Path, lines: int = 20) -> str:
 
 
 def cpu_seconds(pid: int) -> float:
-    """utime + stime of the whole process (all threads), from /proc/PID/stat."""
+    """CPU time of a server: utime + stime of the whole process (all threads) plus cutime +
+    cstime, the CPU of the children it has reaped (Redis forks a child for each AOF rewrite;
+    Cairn writes its snapshots on a thread, already in utime + stime), from /proc/PID/stat."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    # fields[0] is field 3 (state); utime and stime are fields 14 and 15.
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS_PER_S
+    # fields[0] is field 3 (state); utime, stime, cutime, cstime are fields 14 to 17.
+    return sum(int(f) for f in fields[11:15]) / CLOCK_TICKS_PER_S
 
 
 def children_cpu_seconds() -> float:
@@ -679,7 +683,7 @@ def render_section(args: argparse.Namespace, argv: list[str], servers: list[Serv
               f"- Keys after the prefill ({args.prefill_ops:,} SETs): "
               f"Redis {redis.keys_after_prefill}, Cairn {cairn.keys_after_prefill}; "
               f"no FLUSHALL between runs.",
-              "- CPU s/M ops: server process utime+stime (/proc/PID/stat) during the run, per "
+              "- CPU s/M ops: server process utime+stime plus reaped children's cutime+cstime (Redis's AOF-rewrite forks) (/proc/PID/stat) during the run, per "
               "million requests. Latencies are redis-benchmark's, in ms. Client cores: "
               "redis-benchmark's CPU time / wall time (near 1.0 the load generator, not the "
               "server, limits the cell).",

@@ -20,6 +20,8 @@
 //! - [`clock`]: wall-clock milliseconds and the coarse access clock.
 //! - [`number`]: strict integer and float parsing/formatting with Redis's rules.
 //! - [`glob`]: Redis's glob matcher (KEYS, SCAN MATCH, CONFIG GET).
+//! - [`thread_priority`]: nice values for background threads (the `async`
+//!   syncer, snapshots), so request processing goes first.
 //! - [`durability`]: the write-ahead log with group commit, snapshots,
 //!   recovery, and the storage trait crash tests plug a simulated disk into.
 
@@ -32,6 +34,7 @@ pub mod key;
 pub mod keyspace;
 pub mod number;
 pub mod table;
+pub mod thread_priority;
 pub mod types;
 pub mod value;
 

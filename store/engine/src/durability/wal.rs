@@ -453,7 +453,7 @@ impl Shared {
 
     fn run_syncer(&self, index: usize) {
         if self.tier != Tier::Sync {
-            lower_this_threads_priority(BACKGROUND_SYNCER_NICE);
+            crate::thread_priority::lower_this_thread(BACKGROUND_SYNCER_NICE, "WAL syncer");
         }
         let tick = match self.tier {
             Tier::Everysec => Duration::from_millis(10),
@@ -786,27 +786,6 @@ struct SyncPlan {
     handle: SyncHandle,
     /// The segment's name, for the error message.
     segment: String,
-}
-
-/// Raises the calling thread's nice value to `nice` (Linux: a thread's own,
-/// not the process's), never lowering it: a server started under `nice`
-/// keeps its priority. Raising it needs no privilege; a failure only leaves
-/// the thread at its priority, so it is logged and ignored.
-fn lower_this_threads_priority(nice: i32) {
-    // SAFETY: gettid takes no arguments; getpriority/setpriority with
-    // PRIO_PROCESS and a thread id read and change that thread's nice value.
-    let rc = unsafe {
-        let tid = libc::gettid() as libc::id_t;
-        *libc::__errno_location() = 0;
-        let current = libc::getpriority(libc::PRIO_PROCESS, tid);
-        if *libc::__errno_location() != 0 || current >= nice {
-            return;
-        }
-        libc::setpriority(libc::PRIO_PROCESS, tid, nice)
-    };
-    if rc != 0 {
-        tracing::debug!(error = %std::io::Error::last_os_error(), nice, "could not lower the WAL syncer's priority");
-    }
 }
 
 fn write_error_message(e: WriteError) -> String {

@@ -157,10 +157,18 @@ pub fn reload(server: &Server, from_log_only: bool) -> Result<(), String> {
     Ok(())
 }
 
+/// The snapshot thread's nice value: nobody waits for a periodic snapshot or
+/// a BGSAVE, so on a saturated CPU requests go first and the snapshot takes
+/// longer (the shard copies writers make for it, copy-on-write, then live
+/// that much longer). With idle CPU time it runs at once. SAVE and DEBUG
+/// RELOAD run on the caller's thread, at its priority.
+pub const SNAPSHOT_NICE: i32 = 10;
+
 /// The background thread: BGSAVE requests, and snapshots by WAL growth and
 /// by time.
 pub fn spawn_scheduler(server: std::sync::Arc<Server>) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new().name("cairn-snapshot".into()).spawn(move || {
+        cairn_engine::thread_priority::lower_this_thread(SNAPSHOT_NICE, "snapshot");
         let p = &server.persistence;
         while !server.shutdown.is_triggered() {
             std::thread::sleep(Duration::from_millis(200));
