@@ -7,17 +7,12 @@
 /// keeps its priority. Raising it needs no privilege; a failure only leaves
 /// the thread at its priority, so it is logged (naming `what`) and ignored.
 pub fn lower_this_thread(nice: i32, what: &str) {
-    // SAFETY: gettid takes no arguments; getpriority/setpriority with
-    // PRIO_PROCESS and a thread id read and change that thread's nice value.
-    let rc = unsafe {
-        let tid = libc::gettid() as libc::id_t;
-        *libc::__errno_location() = 0;
-        let current = libc::getpriority(libc::PRIO_PROCESS, tid);
-        if *libc::__errno_location() != 0 || current >= nice {
-            return;
-        }
-        libc::setpriority(libc::PRIO_PROCESS, tid, nice)
-    };
+    if !this_threads_nice().is_ok_and(|current| current < nice) {
+        return;
+    }
+    // SAFETY: gettid takes no arguments; setpriority with PRIO_PROCESS and a
+    // thread id changes that thread's nice value.
+    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, nice) };
     if rc != 0 {
         tracing::debug!(error = %std::io::Error::last_os_error(), nice, thread = what, "could not lower a background thread's priority");
     }
@@ -25,7 +20,9 @@ pub fn lower_this_thread(nice: i32, what: &str) {
 
 /// The calling thread's nice value.
 pub fn this_threads_nice() -> std::io::Result<i32> {
-    // SAFETY: as above; getpriority only reads.
+    // SAFETY: gettid takes no arguments; getpriority with PRIO_PROCESS and
+    // a thread id reads that thread's nice value (-1 is a valid value, so
+    // errno tells an error apart).
     unsafe {
         let tid = libc::gettid() as libc::id_t;
         *libc::__errno_location() = 0;

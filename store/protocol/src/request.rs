@@ -96,18 +96,6 @@ pub fn parse_request(buf: &[u8], argv: &mut Argv, limits: &Limits) -> Result<Par
     }
 }
 
-/// A multibulk or bulk length. The common case (1 to 18 plain digits, no
-/// leading zero) is read without overflow checks; anything else goes to
-/// [`parse_i64`], which decides as Redis does.
-#[inline]
-fn parse_length(s: &[u8]) -> Option<i64> {
-    let plain = (1..=18).contains(&s.len()) && (s[0] != b'0' || s.len() == 1) && s.iter().all(u8::is_ascii_digit);
-    if plain {
-        return Some(s.iter().fold(0, |value, &digit| value * 10 + i64::from(digit - b'0')));
-    }
-    parse_i64(s)
-}
-
 /// Finds the `\r\n` ending the line that starts at `from`; returns the index of `\r`.
 fn find_crlf(buf: &[u8], from: usize) -> Option<usize> {
     let mut i = from;
@@ -149,7 +137,7 @@ fn length_line(
         }
         return Ok(None);
     };
-    parse_length(&buf[from..cr]).map(|value| Some((value, cr))).ok_or(invalid)
+    parse_i64(&buf[from..cr]).map(|value| Some((value, cr))).ok_or(invalid)
 }
 
 /// The common length line, read in one pass: 1 to 18 digits without a
@@ -341,7 +329,14 @@ fn split_one(line: &[u8], mut i: usize, current: &mut Vec<u8>) -> Result<usize, 
 mod tests {
     use super::*;
 
-    /// The fast path of `parse_length` agrees with `parse_i64` everywhere.
+    /// A complete length line's value as `length_line` reads it: the
+    /// one-pass fast path, else `parse_i64`.
+    fn parse_length(s: &[u8]) -> Option<i64> {
+        let line = [s, b"\r\n"].concat();
+        plain_length_line(&line, 0).map(|(value, _)| value).or_else(|| parse_i64(s))
+    }
+
+    /// The one-pass fast path of `length_line` agrees with `parse_i64` everywhere.
     #[test]
     fn parse_length_agrees_with_parse_i64() {
         let fixed: &[&[u8]] = &[
