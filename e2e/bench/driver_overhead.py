@@ -55,7 +55,13 @@ def main() -> None:
     p.add_argument("--cairn-bench", default=str(REPO / "target/release/cairn-bench"))
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--requests", type=int, default=200_000)
+    p.add_argument("--cells", help="comma-separated op:clients:pipeline cells (default: all six)")
+    p.add_argument("--baseline", help="another cairn-bench binary (e.g. an earlier build), measured in the "
+                                      "same rounds as a third driver for a before/after column")
     args = p.parse_args()
+    cells = CELLS
+    if args.cells:
+        cells = [(op, int(c), int(pl)) for op, c, pl in (cell.split(":") for cell in args.cells.split(","))]
     for tool in ("redis-server", "redis-benchmark", "redis-cli", args.cairn_bench):
         if shutil.which(tool) is None and not Path(tool).exists():
             raise SystemExit(f"missing {tool}")
@@ -67,25 +73,30 @@ def main() -> None:
     try:
         wait_ready(port, server)
         rows = []
-        for op, clients, pipeline in CELLS:
+        for op, clients, pipeline in cells:
             n = args.requests
             rb = pin(1) + ["redis-benchmark", "-p", str(port), "-t", op, "-c", str(clients), "-P", str(pipeline),
                            "-n", str(n), "-d", "32", "-r", "100000", "-q"]
             cb = pin(1) + [args.cairn_bench, "run", "--port", str(port), "--ops", op, "-c", str(clients),
                            "-P", str(pipeline), "-n", str(n), "-d", "32", "-r", "100000", "--warmup", "0s",
                            "--no-prefill", "--no-final-check", "--no-progress"]
-            samples = {"redis-benchmark": [], "cairn-bench": []}
+            drivers = [("redis-benchmark", rb), ("cairn-bench", cb)]
+            if args.baseline:
+                drivers.append(("baseline", [args.baseline if a == args.cairn_bench else a for a in cb]))
+            samples = {name: [] for name, _ in drivers}
             for _ in range(args.rounds):
-                for name, argv in (("redis-benchmark", rb), ("cairn-bench", cb)):
+                for name, argv in drivers:
                     cpu, wall = timed(argv)
                     samples[name].append((cpu / n * 1e6, n / wall))
             rb_cpu = statistics.median(s[0] for s in samples["redis-benchmark"])
             cb_cpu = statistics.median(s[0] for s in samples["cairn-bench"])
             rb_rate = statistics.median(s[1] for s in samples["redis-benchmark"])
             cb_rate = statistics.median(s[1] for s in samples["cairn-bench"])
-            rows.append((op.upper(), clients, pipeline, rb_cpu, cb_cpu, rb_rate, cb_rate))
-            print(f"{op} c={clients} P={pipeline}: redis-benchmark {rb_cpu:.2f} µs/req, cairn-bench {cb_cpu:.2f} µs/req",
-                  flush=True)
+            base_cpu = statistics.median(s[0] for s in samples["baseline"]) if args.baseline else None
+            rows.append((op.upper(), clients, pipeline, rb_cpu, cb_cpu, rb_rate, cb_rate, base_cpu))
+            base = f", baseline {base_cpu:.2f} µs/req" if base_cpu is not None else ""
+            print(f"{op} c={clients} P={pipeline}: redis-benchmark {rb_cpu:.2f} µs/req, cairn-bench {cb_cpu:.2f} µs/req"
+                  f"{base}", flush=True)
     finally:
         server.terminate()
         server.wait(timeout=10)
@@ -95,11 +106,14 @@ def main() -> None:
           f"{args.requests:,} requests per run, median of {args.rounds} rounds; load average now "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print()
+    extra = " baseline µs CPU/req | baseline / redis-benchmark |" if args.baseline else ""
     print("| op | clients | pipeline | redis-benchmark µs CPU/req | cairn-bench µs CPU/req | cairn-bench / redis-benchmark "
-          "| redis-benchmark req/s | cairn-bench req/s |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for op, c, pl, rb_cpu, cb_cpu, rb_rate, cb_rate in rows:
-        print(f"| {op} | {c} | {pl} | {rb_cpu:.2f} | {cb_cpu:.2f} | {cb_cpu / rb_cpu:.2f}x | {rb_rate:,.0f} | {cb_rate:,.0f} |")
+          f"| redis-benchmark req/s | cairn-bench req/s |{extra}")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if args.baseline else ""))
+    for op, c, pl, rb_cpu, cb_cpu, rb_rate, cb_rate, base_cpu in rows:
+        tail = f" {base_cpu:.2f} | {base_cpu / rb_cpu:.2f}x |" if base_cpu is not None else ""
+        print(f"| {op} | {c} | {pl} | {rb_cpu:.2f} | {cb_cpu:.2f} | {cb_cpu / rb_cpu:.2f}x | {rb_rate:,.0f} | {cb_rate:,.0f} |"
+              f"{tail}")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::config::{fresh_prefix, RunConfig, Stop};
 use crate::keys::KeyNamer;
+use crate::stream::Io;
 use crate::workload::{parse_duration, KeyPattern, OpMix, Shape, WorkloadError};
 
 #[derive(Debug, Parser)]
@@ -74,6 +75,11 @@ pub struct RunArgs {
     /// Driver threads (tokio workers).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub threads: u32,
+    /// Socket I/O: `blocking` gives each connection a thread of its own and waits in plain
+    /// system calls; `evented` runs every connection on the tokio event loop; `auto` is blocking
+    /// when there are no more connections than --threads.
+    #[arg(long, value_enum, default_value_t = Io::Auto)]
+    pub io: Io,
     /// Requests in flight per connection.
     #[arg(long, short = 'P', default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub pipeline: u32,
@@ -137,6 +143,7 @@ impl RunArgs {
             clients: self.clients,
             pipeline: self.pipeline,
             threads: self.threads as usize,
+            io: self.io,
             stop,
             warmup: parse_duration(&self.warmup)?,
             keyspace: self.keyspace,
@@ -151,7 +158,8 @@ impl RunArgs {
             prefill: !self.no_prefill,
             final_check: !self.no_final_check,
             max_reported_mismatches: 10,
-        })
+        }
+        .resolve_io())
     }
 }
 

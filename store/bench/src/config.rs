@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::keys::KeyNamer;
+use crate::stream::Io;
 use crate::workload::{KeyPattern, OpMix, Shape};
 
 /// When the measured phase ends.
@@ -21,6 +22,9 @@ pub struct RunConfig {
     pub clients: u32,
     pub pipeline: u32,
     pub threads: usize,
+    /// How connections wait for their sockets; resolved, so never [`Io::Auto`] after
+    /// [`RunConfig::resolve_io`].
+    pub io: Io,
     pub stop: Stop,
     pub warmup: Duration,
     pub keyspace: u64,
@@ -38,6 +42,12 @@ pub struct RunConfig {
 }
 
 impl RunConfig {
+    /// Settles `io` for this run's connections and threads ([`Io::resolve`]).
+    pub fn resolve_io(mut self) -> RunConfig {
+        self.io = self.io.resolve(self.clients, self.threads);
+        self
+    }
+
     /// Keys owned by each connection: the key space divided among the connections, at least one.
     pub fn keys_per_conn(&self) -> u64 {
         (self.keyspace / u64::from(self.clients.max(1))).max(1)

@@ -239,14 +239,14 @@ impl<'a> Driver<'a> {
     ) -> Result<Option<Instant>, TargetError> {
         let keep = self.config().max_reported_mismatches;
         let mut last_arrival = None;
+        let mut latencies = SameLatency::default();
         let pending = std::mem::take(&mut self.pending);
         for p in &pending {
             let reply = conn.read_reply().await?;
             if let (Some(sent), Some(op)) = (sent, p.op) {
                 // The arrival of the read that brought the reply: one clock read per read.
-                let arrived = conn.received_at();
-                outcome.recorder.record(op, arrived.saturating_duration_since(sent).as_nanos() as u64);
-                last_arrival = Some(arrived);
+                latencies.add(&mut outcome.recorder, op, sent, conn.received_at());
+                last_arrival = Some(conn.received_at());
             }
             match self.model.check(&self.shared.config.namer, p, &reply) {
                 Ok(Some(ack)) => {
@@ -259,6 +259,7 @@ impl<'a> Driver<'a> {
                 Err(message) => outcome.mismatch(message, keep),
             }
         }
+        latencies.flush(&mut outcome.recorder);
         self.shared.replies.fetch_add(pending.len() as u64, Ordering::Relaxed);
         self.pending = pending;
         self.pending.clear();
@@ -284,5 +285,31 @@ impl<'a> Driver<'a> {
         }
         outcome.final_checked = reads.len() as u64;
         Ok(())
+    }
+}
+
+/// Consecutive replies of one operation that came in one read (so with the same latency: a
+/// pipelined batch's replies), recorded in one histogram update instead of one each.
+#[derive(Default)]
+struct SameLatency {
+    /// The operation, when its requests were sent and when the read brought their replies.
+    run: Option<(Op, Instant, Instant)>,
+    count: u64,
+}
+
+impl SameLatency {
+    fn add(&mut self, recorder: &mut Recorder, op: Op, sent: Instant, arrived: Instant) {
+        if self.run != Some((op, sent, arrived)) {
+            self.flush(recorder);
+            self.run = Some((op, sent, arrived));
+        }
+        self.count += 1;
+    }
+
+    fn flush(&mut self, recorder: &mut Recorder) {
+        if let Some((op, sent, arrived)) = self.run.take() {
+            recorder.record_n(op, arrived.saturating_duration_since(sent).as_nanos() as u64, self.count);
+        }
+        self.count = 0;
     }
 }

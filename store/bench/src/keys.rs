@@ -46,16 +46,27 @@ pub struct KeyNamer {
 impl KeyNamer {
     /// Writes the key of `(family, conn, k)` into `out` (cleared first).
     pub fn key(&self, out: &mut Vec<u8>, family: Family, conn: u32, k: u64) {
+        self.stem(out, family, conn);
+        Self::finish_key(out, family, k);
+    }
+
+    /// Writes the part of `(family, conn, ·)`'s keys that does not depend on `k`,
+    /// `{prefix}:{family}:{conn}:`, into `out` (cleared first). A connection keeps its stems and
+    /// appends [`KeyNamer::finish_key`] to a copy, instead of naming every key from scratch.
+    pub fn stem(&self, out: &mut Vec<u8>, family: Family, conn: u32) {
         out.clear();
-        let k = if family == Family::Hashes { k / HASH_FIELDS } else { k };
         // Pushed piece by piece: `write!` through `fmt` cost a few percent of the
         // driver's CPU per request (profile in docs/bench.md).
-        let mut digits = itoa::Buffer::new();
         out.extend_from_slice(self.prefix.as_bytes());
         out.extend_from_slice(&[b':', family.tag(), b':']);
-        out.extend_from_slice(digits.format(conn).as_bytes());
+        out.extend_from_slice(itoa::Buffer::new().format(conn).as_bytes());
         out.push(b':');
-        out.extend_from_slice(digits.format(k).as_bytes());
+    }
+
+    /// Appends the `k` part of a key to its [`KeyNamer::stem`].
+    pub fn finish_key(out: &mut Vec<u8>, family: Family, k: u64) {
+        let k = if family == Family::Hashes { k / HASH_FIELDS } else { k };
+        out.extend_from_slice(itoa::Buffer::new().format(k).as_bytes());
     }
 
     /// Writes the hash field of key index `k` into `out` (cleared first).
@@ -68,32 +79,31 @@ impl KeyNamer {
     /// Writes the value of the `version`th write of `(conn, k)` into `out` (cleared first).
     pub fn value(&self, out: &mut Vec<u8>, conn: u32, k: u64, version: u64) {
         out.clear();
-        // By hand rather than `write!`: `core::fmt` was ~4% of a pipelined SET's CPU.
-        push_hex(out, version);
-        out.push(b'.');
-        push_hex(out, u64::from(conn));
-        out.push(b'.');
-        push_hex(out, k);
-        out.push(b'.');
+        // By hand rather than `write!` (`core::fmt` was ~4% of a pipelined SET's CPU), and the
+        // header assembled on the stack and appended in one piece.
+        let mut header = [0u8; HEADER_MAX];
+        let mut at = put_hex(&mut header, 0, version);
+        at = put_hex(&mut header, at, u64::from(conn));
+        at = put_hex(&mut header, at, k);
+        out.extend_from_slice(&header[..at]);
         push_filler(out, version, self.value_size);
     }
 }
 
-/// Appends `n` in lowercase hex, without leading zeros (`0` for zero).
-fn push_hex(out: &mut Vec<u8>, n: u64) {
+/// The longest value header: three 16-digit hex numbers, each followed by a `.`.
+const HEADER_MAX: usize = 3 * 17;
+
+/// Writes `n` in lowercase hex (without leading zeros, `0` for zero) and a `.` into `buf` from
+/// `at`; returns where the next piece goes. Called at most three times per header, so the 17
+/// bytes it may write always fit.
+fn put_hex(buf: &mut [u8; HEADER_MAX], at: usize, n: u64) -> usize {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut buf = [0u8; 16];
-    let mut at = buf.len();
-    let mut n = n;
-    loop {
-        at -= 1;
-        buf[at] = DIGITS[(n & 0xf) as usize];
-        n >>= 4;
-        if n == 0 {
-            break;
-        }
+    let digits = (64 - n.leading_zeros()).div_ceil(4).max(1) as usize;
+    for (i, slot) in buf[at..at + digits].iter_mut().enumerate() {
+        *slot = DIGITS[((n >> ((digits - 1 - i) * 4)) & 0xf) as usize];
     }
-    out.extend_from_slice(&buf[at..]);
+    buf[at + digits] = b'.';
+    at + digits + 1
 }
 
 /// Pads `out` to `size` bytes with letters: the byte at index `i` is `'a' + (version + i) % 26`.

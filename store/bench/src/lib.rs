@@ -8,7 +8,8 @@
 //! - [`keys`]: per-connection key ownership and self-describing values.
 //! - [`resp`]: RESP requests (encoded by hand) and replies (parsed from a buffer).
 //! - [`target`]: the [`target::Target`] / [`target::Connection`] abstraction and its RESP
-//!   implementation; [`native`]: the native binary protocol as a second target.
+//!   implementation; [`native`]: the native binary protocol as a second target; [`stream`]: a
+//!   connection's socket, evented (tokio) or blocking (one connection per driver thread).
 //! - [`model`]: what each connection expects of every reply and of the final state.
 //! - [`driver`]: one connection's life (prefill, warm-up, measured phase, final check);
 //!   [`run`]: all connections together, merged into a [`report::RunReport`].
@@ -31,5 +32,6 @@ pub mod report;
 pub mod resp;
 pub mod run;
 pub mod stats;
+pub mod stream;
 pub mod target;
 pub mod workload;

@@ -54,11 +54,12 @@ fn run_command(args: &RunArgs) -> anyhow::Result<bool> {
     let runtime = runtime(config.threads)?;
     let report = match args.protocol {
         Protocol::Resp => {
-            runtime.block_on(run::run(RespTarget::new(addr, password), config, ack_log, show_progress))?
+            let target = RespTarget::new(addr, password).with_io(config.io);
+            runtime.block_on(run::run(target, config, ack_log, show_progress))?
         }
         Protocol::Native | Protocol::NativePipeline => {
             let mode = if args.protocol == Protocol::Native { NativeMode::Batch } else { NativeMode::Pipeline };
-            let target = NativeTarget::new(addr, password, mode);
+            let target = NativeTarget::new(addr, password, mode).with_io(config.io);
             runtime.block_on(run::run(target, config, ack_log, show_progress))?
         }
     };

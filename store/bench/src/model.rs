@@ -50,6 +50,8 @@ pub struct Model {
     counters: Vec<i64>,
     lists: Vec<u64>,
     hashes: Vec<u64>,
+    /// Each family's key stem ([`KeyNamer::stem`]), made on first use.
+    stems: [Vec<u8>; 4],
     key: Vec<u8>,
     field: Vec<u8>,
     value: Vec<u8>,
@@ -64,6 +66,7 @@ impl Model {
             counters: Vec::new(),
             lists: Vec::new(),
             hashes: Vec::new(),
+            stems: Default::default(),
             key: Vec::with_capacity(64),
             field: Vec::with_capacity(8),
             value: Vec::new(),
@@ -115,7 +118,7 @@ impl Model {
             return self.queue_read(conn, namer, pending);
         };
         let (k, version) = (pending.k, pending.version);
-        namer.key(&mut self.key, pending.family, self.conn, k);
+        self.name_key(namer, pending.family, k);
         match op {
             Op::Set => {
                 namer.value(&mut self.value, self.conn, k, version);
@@ -158,9 +161,20 @@ impl Model {
         reads
     }
 
+    /// Names key `k` of `family` in `self.key`: its stem, then `k`.
+    fn name_key(&mut self, namer: &KeyNamer, family: Family, k: u64) {
+        let stem = &mut self.stems[family as usize];
+        if stem.is_empty() {
+            namer.stem(stem, family, self.conn);
+        }
+        self.key.clear();
+        self.key.extend_from_slice(stem);
+        KeyNamer::finish_key(&mut self.key, family, k);
+    }
+
     /// Queues the read behind a final-state check from [`Model::final_reads`].
     fn queue_read<C: Connection>(&mut self, conn: &mut C, namer: &KeyNamer, read: &Pending) {
-        namer.key(&mut self.key, read.family, self.conn, read.k);
+        self.name_key(namer, read.family, read.k);
         match read.family {
             Family::Strings | Family::Counters => conn.queue(&[b"GET", &self.key]),
             Family::Lists => conn.queue(&[b"LLEN", &self.key]),
@@ -175,7 +189,7 @@ impl Model {
     /// description of the mismatch.
     pub fn check(&mut self, namer: &KeyNamer, pending: &Pending, reply: &Reply) -> Result<Option<Ack>, String> {
         let matches = match (pending.expect, reply) {
-            (Expect::Ok, Reply::Simple(s)) => s == b"OK",
+            (Expect::Ok, Reply::Simple(s)) => s.as_ref() == b"OK",
             (Expect::Integer(n), Reply::Integer(got)) => n == *got,
             (Expect::Decimal(n), Reply::Bulk(Some(got))) => got.as_slice() == n.to_string().as_bytes(),
             (Expect::Value { version: 0, .. }, Reply::Bulk(None)) => true,

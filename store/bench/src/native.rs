@@ -12,9 +12,9 @@ use cairn_native::hello::option;
 use cairn_native::op::encode_op;
 use cairn_native::{decode_frame, encode, Body, Decoded, Kind, Limits, Op, OpRef, Outcome, SetCondition, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use crate::resp::{parse_reply, ProtocolError, Reply};
+use crate::stream::{Io, Stream};
 use crate::target::{connect_tcp, Connection, Target, TargetError};
 
 /// How queued requests are framed.
@@ -33,11 +33,18 @@ pub struct NativeTarget {
     pub password: Option<String>,
     pub mode: NativeMode,
     pub connect_timeout: Duration,
+    /// Evented or blocking sockets (resolved, as for [`crate::target::RespTarget::io`]).
+    pub io: Io,
 }
 
 impl NativeTarget {
     pub fn new(addr: impl Into<String>, password: Option<String>, mode: NativeMode) -> NativeTarget {
-        NativeTarget { addr: addr.into(), password, mode, connect_timeout: Duration::from_secs(10) }
+        NativeTarget { addr: addr.into(), password, mode, connect_timeout: Duration::from_secs(10), io: Io::Evented }
+    }
+
+    /// The same target, its connections in mode `io`.
+    pub fn with_io(self, io: Io) -> NativeTarget {
+        NativeTarget { io, ..self }
     }
 }
 
@@ -45,7 +52,7 @@ impl Target for NativeTarget {
     type Conn = NativeConnection;
 
     async fn connect(&self) -> Result<NativeConnection, TargetError> {
-        let stream = connect_tcp(&self.addr, self.connect_timeout).await?;
+        let stream = connect_tcp(&self.addr, self.connect_timeout, self.io).await?;
         let mut conn = NativeConnection::new(stream, self.addr.clone(), self.mode);
         conn.handshake(self.password.as_deref()).await?;
         Ok(conn)
@@ -59,7 +66,7 @@ impl Target for NativeTarget {
 /// One native connection with its own buffers.
 #[derive(Debug)]
 pub struct NativeConnection {
-    stream: TcpStream,
+    stream: Stream,
     addr: String,
     mode: NativeMode,
     /// Frames ready to send.
@@ -80,7 +87,7 @@ pub struct NativeConnection {
 }
 
 impl NativeConnection {
-    fn new(stream: TcpStream, addr: String, mode: NativeMode) -> NativeConnection {
+    fn new(stream: Stream, addr: String, mode: NativeMode) -> NativeConnection {
         NativeConnection {
             stream,
             addr,
@@ -148,7 +155,7 @@ impl NativeConnection {
             let convert =
                 |o: &Outcome<'_>| to_reply(o).map_err(|source| TargetError::Protocol { addr: addr.clone(), source });
             let first = match frame.body {
-                Body::HelloOk(_) => Reply::Simple(b"OK".to_vec()),
+                Body::HelloOk(_) => Reply::Simple(b"OK"[..].into()),
                 Body::Reply(outcome) => convert(&outcome)?,
                 Body::BatchReply(list) => {
                     let mut outcomes = list.iter();
@@ -181,7 +188,7 @@ fn to_reply(outcome: &Outcome<'_>) -> Result<Reply, ProtocolError> {
     Ok(match outcome {
         Outcome::Error { message, .. } => Reply::Error(String::from_utf8_lossy(message).into_owned()),
         Outcome::Ok(Value::Nil) => Reply::Bulk(None),
-        Outcome::Ok(Value::Ok) => Reply::Simple(b"OK".to_vec()),
+        Outcome::Ok(Value::Ok) => Reply::Simple(b"OK"[..].into()),
         Outcome::Ok(Value::Int(n)) => Reply::Integer(*n),
         Outcome::Ok(Value::Bytes(b)) => Reply::Bulk(Some(b.to_vec())),
         Outcome::Ok(Value::Array(items)) => {

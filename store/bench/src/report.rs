@@ -20,6 +20,8 @@ pub struct RunReport {
     pub clients: u32,
     pub pipeline: u32,
     pub threads: usize,
+    /// `blocking` or `evented` sockets (`--io`).
+    pub io: String,
     pub shape: String,
     pub think_time_ms: f64,
     pub value_size: usize,
@@ -157,6 +159,7 @@ mod tests {
             clients: 1024,
             pipeline: 1024,
             threads: 64,
+            io: "evented".into(),
             shape: "agent-shaped".into(),
             think_time_ms: 50.0,
             value_size: 16 << 20,

@@ -1,12 +1,14 @@
 //! RESP2 on the wire: requests encoded by hand as multibulk arrays, replies parsed from a byte
 //! buffer. An incomplete reply is a normal result (`Ok(None)`), not an error.
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// One reply from a RESP server (RESP2, plus RESP3's `_` null for tolerance).
 #[derive(Clone, PartialEq, Eq)]
 pub enum Reply {
-    Simple(Vec<u8>),
+    /// A simple string (`+OK` borrows a static `OK`).
+    Simple(Cow<'static, [u8]>),
     Error(String),
     Integer(i64),
     /// `None` is the null bulk string (`$-1`).
@@ -46,15 +48,27 @@ pub struct ProtocolError(pub String);
 
 /// Appends `args` as a RESP multibulk request.
 pub fn encode_request(out: &mut Vec<u8>, args: &[&[u8]]) {
-    out.push(b'*');
-    push_decimal(out, args.len() as u64);
-    out.extend_from_slice(b"\r\n");
+    // One reservation for the whole request: `*N`/`$N` lines of at most 20 digits plus CRLFs.
+    out.reserve(24 + args.iter().map(|arg| arg.len() + 24).sum::<usize>());
+    push_length_line(out, b'*', args.len());
     for arg in args {
-        out.push(b'$');
-        push_decimal(out, arg.len() as u64);
-        out.extend_from_slice(b"\r\n");
+        push_length_line(out, b'$', arg.len());
         out.extend_from_slice(arg);
         out.extend_from_slice(b"\r\n");
+    }
+}
+
+/// Appends `{kind}{n}\r\n`; one and two digits (nearly every length a driver sends) by hand.
+/// (Fixed-size pieces: the compiler writes each with one capacity check and a store.)
+fn push_length_line(out: &mut Vec<u8>, kind: u8, n: usize) {
+    match n {
+        0..=9 => out.extend_from_slice(&[kind, b'0' + n as u8, b'\r', b'\n']),
+        10..=99 => out.extend_from_slice(&[kind, b'0' + (n / 10) as u8, b'0' + (n % 10) as u8, b'\r', b'\n']),
+        _ => {
+            out.push(kind);
+            push_decimal(out, n as u64);
+            out.extend_from_slice(b"\r\n");
+        }
     }
 }
 
@@ -81,13 +95,22 @@ pub fn parse_reply(buf: &[u8]) -> Result<Option<(Reply, usize)>, ProtocolError> 
     let line = &buf[1..line_end];
     let after_line = line_end + 2;
     match kind {
-        b'+' => Ok(Some((Reply::Simple(line.to_vec()), after_line))),
+        b'+' => Ok(Some((Reply::Simple(simple(line)), after_line))),
         b'-' => Ok(Some((Reply::Error(String::from_utf8_lossy(line).into_owned()), after_line))),
         b':' => Ok(Some((Reply::Integer(parse_int(line)?), after_line))),
         b'_' => Ok(Some((Reply::Bulk(None), after_line))),
         b'$' => parse_bulk(buf, parse_int(line)?, after_line),
         b'*' => parse_array(buf, parse_int(line)?, after_line),
         other => Err(ProtocolError(format!("unexpected reply type byte {:?}", other as char))),
+    }
+}
+
+/// A simple string's bytes: `OK` (every SET's reply) without an allocation.
+fn simple(line: &[u8]) -> Cow<'static, [u8]> {
+    if line == b"OK" {
+        Cow::Borrowed(b"OK")
+    } else {
+        Cow::Owned(line.to_vec())
     }
 }
 
@@ -156,8 +179,21 @@ mod tests {
     }
 
     #[test]
+    fn length_lines_are_decimal_at_every_digit_boundary() {
+        for len in [0usize, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 65_536] {
+            let arg = vec![b'x'; len];
+            let mut out = Vec::new();
+            encode_request(&mut out, &[&arg]);
+            let mut expected = format!("*1\r\n${len}\r\n").into_bytes();
+            expected.extend_from_slice(&arg);
+            expected.extend_from_slice(b"\r\n");
+            assert_eq!(out, expected, "length {len}");
+        }
+    }
+
+    #[test]
     fn parses_every_reply_type() {
-        assert_eq!(parse_all(b"+OK\r\n"), Reply::Simple(b"OK".to_vec()));
+        assert_eq!(parse_all(b"+OK\r\n"), Reply::Simple(b"OK"[..].into()));
         assert_eq!(parse_all(b"-ERR bad\r\n"), Reply::Error("ERR bad".into()));
         assert_eq!(parse_all(b":-42\r\n"), Reply::Integer(-42));
         assert_eq!(parse_all(b"$-1\r\n"), Reply::Bulk(None));
@@ -182,7 +218,7 @@ mod tests {
     #[test]
     fn leaves_the_next_reply_in_the_buffer() {
         let (reply, used) = parse_reply(b"+OK\r\n:1\r\n").unwrap().unwrap();
-        assert_eq!(reply, Reply::Simple(b"OK".to_vec()));
+        assert_eq!(reply, Reply::Simple(b"OK"[..].into()));
         assert_eq!(used, 5);
     }
 
@@ -210,7 +246,7 @@ mod tests {
         assert_eq!(
             ours,
             Reply::Array(Some(vec![
-                Reply::Simple(b"OK".to_vec()),
+                Reply::Simple(b"OK"[..].into()),
                 Reply::Bulk(None),
                 Reply::Array(Some(vec![Reply::Integer(5)]))
             ]))

@@ -1,11 +1,13 @@
 //! A whole run: start every connection, release them together, collect and merge what they found.
 
+use std::future::Future;
 use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Instant;
 
-use tokio::sync::{watch, Barrier};
+use tokio::sync::{oneshot, watch, Barrier};
+use tokio::task::JoinHandle;
 
 use crate::ack_log::{AckLogError, AckWriter};
 use crate::config::{RunConfig, Stop};
@@ -13,6 +15,7 @@ use crate::driver::{drive, Outcome, Shared};
 use crate::progress::Progress;
 use crate::report::RunReport;
 use crate::stats::Recorder;
+use crate::stream::Io;
 use crate::target::Target;
 
 /// A run that could not produce a report.
@@ -48,8 +51,17 @@ pub async fn run<T: Target>(
         start: start_rx,
     });
     let target = Arc::new(target);
-    let tasks: Vec<_> =
-        (0..clients).map(|i| tokio::spawn(drive(target.clone(), shared.clone(), ack.clone(), i))).collect();
+    let blocking = shared.config.io == Io::Blocking;
+    let tasks = (0..clients)
+        .map(|i| {
+            let connection = drive(target.clone(), shared.clone(), ack.clone(), i);
+            if blocking {
+                on_own_thread(connection, i)
+            } else {
+                Ok(tokio::spawn(async move { Ok::<_, RunError>(connection.await) }))
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     shared.ready.wait().await;
     let started = Instant::now();
     let _ = start_tx.send(Some(started));
@@ -57,12 +69,11 @@ pub async fn run<T: Target>(
 
     let mut merged = Merged::default();
     for task in tasks {
-        match task.await {
-            Ok(Ok(outcome)) => merged.add(outcome, None, shared.config.max_reported_mismatches),
-            Ok(Err(failed)) => {
+        match task.await.map_err(|join| RunError::Task(join.to_string()))?? {
+            Ok(outcome) => merged.add(outcome, None, shared.config.max_reported_mismatches),
+            Err(failed) => {
                 merged.add(failed.outcome, Some(failed.error.to_string()), shared.config.max_reported_mismatches)
             }
-            Err(join) => return Err(RunError::Task(join.to_string())),
         }
     }
     if let Some(progress) = progress {
@@ -74,6 +85,31 @@ pub async fn run<T: Target>(
         writer.finish()?;
     }
     Ok(merged.report(target.describe(), &shared.config, started))
+}
+
+/// Runs one connection's `drive` on a new thread with a runtime of its own (for timers: the
+/// agent-shaped think time), so its blocking socket calls stall nothing else; the handle joins it
+/// from the run's runtime like a task.
+fn on_own_thread<F>(connection: F, index: u32) -> Result<JoinHandle<Result<F::Output, RunError>>, RunError>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| RunError::Task(format!("starting connection {index}'s runtime: {e}")))?;
+    let (done, result) = oneshot::channel();
+    std::thread::Builder::new()
+        .name(format!("cairn-bench-conn-{index}"))
+        .spawn(move || {
+            let _ = done.send(runtime.block_on(connection));
+        })
+        .map_err(|e| RunError::Task(format!("starting connection {index}'s thread: {e}")))?;
+    // The join is a task of the run's runtime, so a blocking connection is awaited like any other.
+    Ok(tokio::spawn(async move {
+        result.await.map_err(|_| RunError::Task(format!("connection {index}'s thread panicked")))
+    }))
 }
 
 #[derive(Default)]
@@ -124,6 +160,7 @@ impl Merged {
             clients: config.clients,
             pipeline: config.pipeline,
             threads: config.threads,
+            io: serde_plain(&config.io),
             shape: serde_plain(&config.shape),
             think_time_ms: config.think_time.as_secs_f64() * 1000.0,
             value_size: config.namer.value_size,

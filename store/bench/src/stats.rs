@@ -25,8 +25,14 @@ pub struct Recorder {
 
 impl Recorder {
     pub fn record(&mut self, op: Op, nanos: u64) {
+        self.record_n(op, nanos, 1);
+    }
+
+    /// Records `count` replies of `op` that took `nanos` each (the replies of one pipelined
+    /// batch that arrived in one read share their latency).
+    pub fn record_n(&mut self, op: Op, nanos: u64, count: u64) {
         let nanos = nanos.clamp(1, MAX_NANOS);
-        self.per_op[op as usize].get_or_insert_with(histogram).saturating_record(nanos);
+        self.per_op[op as usize].get_or_insert_with(histogram).saturating_record_n(nanos, count);
     }
 
     pub fn merge(&mut self, other: &Recorder) {

@@ -9,6 +9,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::resp::{encode_request, parse_reply, ProtocolError, Reply};
+use crate::stream::{Io, Stream};
 
 /// Failures talking to a server.
 #[derive(Debug, thiserror::Error)]
@@ -57,36 +58,44 @@ pub struct RespTarget {
     pub addr: String,
     pub password: Option<String>,
     pub connect_timeout: Duration,
+    /// Evented or blocking sockets (resolved: never [`Io::Auto`] here, which counts as evented).
+    pub io: Io,
 }
 
 impl RespTarget {
     pub fn new(addr: impl Into<String>, password: Option<String>) -> RespTarget {
-        RespTarget { addr: addr.into(), password, connect_timeout: Duration::from_secs(10) }
+        RespTarget { addr: addr.into(), password, connect_timeout: Duration::from_secs(10), io: Io::Evented }
+    }
+
+    /// The same target, its connections in mode `io`.
+    pub fn with_io(self, io: Io) -> RespTarget {
+        RespTarget { io, ..self }
     }
 }
 
-/// A TCP connection to `addr` with Nagle off, or a typed error once
-/// `timeout` has passed (every target connects this way).
-pub async fn connect_tcp(addr: &str, timeout: Duration) -> Result<TcpStream, TargetError> {
+/// A TCP connection to `addr` with Nagle off, in mode `io`, or a typed error once `timeout` has
+/// passed (every target connects this way).
+pub async fn connect_tcp(addr: &str, timeout: Duration, io: Io) -> Result<Stream, TargetError> {
+    let io_error = |source| TargetError::Io { addr: addr.to_string(), source };
     let stream = tokio::time::timeout(timeout, TcpStream::connect(addr))
         .await
         .map_err(|_| TargetError::ConnectTimeout(addr.to_string()))?
         .map_err(|source| TargetError::Connect { addr: addr.to_string(), source })?;
-    stream.set_nodelay(true).map_err(|source| TargetError::Io { addr: addr.to_string(), source })?;
-    Ok(stream)
+    stream.set_nodelay(true).map_err(io_error)?;
+    Stream::new(stream, io).map_err(io_error)
 }
 
 impl Target for RespTarget {
     type Conn = RespConnection;
 
     async fn connect(&self) -> Result<RespConnection, TargetError> {
-        let stream = connect_tcp(&self.addr, self.connect_timeout).await?;
+        let stream = connect_tcp(&self.addr, self.connect_timeout, self.io).await?;
         let mut conn = RespConnection::new(stream, self.addr.clone());
         if let Some(password) = &self.password {
             conn.queue(&[b"AUTH", password.as_bytes()]);
             conn.flush().await?;
             match conn.read_reply().await? {
-                Reply::Simple(ok) if ok == b"OK" => {}
+                Reply::Simple(ok) if ok.as_ref() == b"OK" => {}
                 other => return Err(TargetError::Auth { addr: self.addr.clone(), reply: format!("{other:?}") }),
             }
         }
@@ -101,7 +110,7 @@ impl Target for RespTarget {
 /// A RESP connection with its own write buffer and read buffer.
 #[derive(Debug)]
 pub struct RespConnection {
-    stream: TcpStream,
+    stream: Stream,
     addr: String,
     out: Vec<u8>,
     input: Vec<u8>,
@@ -112,7 +121,7 @@ pub struct RespConnection {
 }
 
 impl RespConnection {
-    fn new(stream: TcpStream, addr: String) -> RespConnection {
+    fn new(stream: Stream, addr: String) -> RespConnection {
         RespConnection {
             stream,
             addr,

@@ -15,6 +15,7 @@ use cairn_bench::config::{RunConfig, Stop};
 use cairn_bench::keys::KeyNamer;
 use cairn_bench::resp::{parse_reply, Reply};
 use cairn_bench::run::run;
+use cairn_bench::stream::Io;
 use cairn_bench::target::{Connection, RespTarget, Target};
 use cairn_bench::workload::{KeyPattern, OpMix, Shape};
 use cairn_server::{Config, RunningServer, Shutdown};
@@ -56,6 +57,7 @@ fn config(ops: &str, clients: u32, pipeline: u32, requests: u64) -> RunConfig {
         clients,
         pipeline,
         threads: 2,
+        io: Io::Evented,
         stop: Stop::Requests(requests),
         warmup: Duration::from_millis(100),
         keyspace: 2_000,
@@ -137,6 +139,37 @@ async fn agent_shaped_load_sleeps_between_requests() {
     assert!(report.requests > 20 && report.requests < 400, "{}", report.human());
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocking_sockets_verify_resp_native_and_agent_shaped_runs() {
+    use cairn_bench::native::{NativeMode, NativeTarget};
+    let server = Cairn::start("blocking");
+    let blocking = |ops: &str, clients, pipeline, requests, tag: &str| {
+        let mut cfg = config(ops, clients, pipeline, requests);
+        cfg.io = Io::Blocking;
+        cfg.namer.prefix = format!("blk{}-{tag}", std::process::id());
+        cfg
+    };
+    let resp = RespTarget::new(server.addr().to_string(), None).with_io(Io::Blocking);
+    let report = run(resp.clone(), blocking("mix", 3, 4, 3_000, "resp"), None, false).await.unwrap();
+    assert!(report.verified, "{}", report.human());
+    assert_eq!((report.requests, report.io.as_str()), (3_000, "blocking"));
+    assert!(report.final_state_keys_checked > 0);
+
+    let native = NativeTarget::new(server.native_addr().to_string(), None, NativeMode::Batch).with_io(Io::Blocking);
+    let report = run(native, blocking("mix", 2, 16, 3_200, "native"), None, false).await.unwrap();
+    assert!(report.verified, "{}", report.human());
+    assert_eq!(report.requests, 3_200);
+
+    // The think time sleeps on each connection thread's own runtime.
+    let mut cfg = blocking("set,incr", 2, 1, 0, "agent");
+    cfg.shape = Shape::AgentShaped;
+    cfg.think_time = Duration::from_millis(10);
+    cfg.stop = Stop::Duration(Duration::from_millis(500));
+    let report = run(resp, cfg, None, false).await.unwrap();
+    assert!(report.verified, "{}", report.human());
+    assert!(report.requests > 10 && report.requests < 200, "{}", report.human());
+}
+
 /// A server that answers SET with +OK and every GET with a value nobody wrote.
 async fn wrong_server() -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -173,10 +206,14 @@ async fn wrong_server() -> SocketAddr {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_get_reply_fails_the_run() {
     let addr = wrong_server().await;
-    let report = run(RespTarget::new(addr.to_string(), None), config("set,get", 2, 2, 200), None, false).await.unwrap();
-    assert!(!report.verified);
-    assert!(report.mismatches > 0);
-    assert!(report.first_errors[0].contains("got \"wrong\""), "{:?}", report.first_errors);
+    for io in [Io::Evented, Io::Blocking] {
+        let mut cfg = config("set,get", 2, 2, 200);
+        cfg.io = io;
+        let report = run(RespTarget::new(addr.to_string(), None).with_io(io), cfg, None, false).await.unwrap();
+        assert!(!report.verified, "{io:?}");
+        assert!(report.mismatches > 0, "{io:?}");
+        assert!(report.first_errors[0].contains("got \"wrong\""), "{io:?}: {:?}", report.first_errors);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
