@@ -230,6 +230,7 @@ fn driver_report(
         clients: 50,
         pipeline: 16,
         threads: 1,
+        io: "evented".into(),
         shape: "closed-loop".into(),
         think_time_ms: 0.0,
         value_size: 32,
