@@ -11,8 +11,8 @@ use tokio::sync::{watch, Barrier};
 
 use crate::ack_log::{push_line, AckSink};
 use crate::config::{RunConfig, Stop};
+use crate::latencies::{SampleBuffer, SharedLatencies};
 use crate::model::{Model, Pending};
-use crate::stats::Recorder;
 use crate::target::{Connection, Target, TargetError};
 use crate::workload::{KeyPattern, Op, Shape};
 
@@ -31,12 +31,13 @@ pub struct Shared {
     pub ready: Barrier,
     /// When the warm-up starts; set once every connection is ready.
     pub start: watch::Receiver<Option<Instant>>,
+    /// Every connection's latencies.
+    pub latencies: SharedLatencies,
 }
 
 /// What one connection measured and found.
 #[derive(Debug, Default)]
 pub struct Outcome {
-    pub recorder: Recorder,
     pub measured: u64,
     pub last_reply: Option<Instant>,
     pub mismatches: u64,
@@ -107,6 +108,15 @@ struct Driver<'a> {
     sequence: [u64; 5],
     pending: Vec<Pending>,
     acks: Vec<u8>,
+    /// Latencies not yet moved into [`Shared::latencies`].
+    samples: SampleBuffer,
+}
+
+impl Drop for Driver<'_> {
+    /// Hands over the last samples however the connection ended.
+    fn drop(&mut self) {
+        self.samples.flush(&self.shared.latencies);
+    }
 }
 
 impl<'a> Driver<'a> {
@@ -120,6 +130,7 @@ impl<'a> Driver<'a> {
             sequence: [0; 5],
             pending: Vec::with_capacity(config.pipeline as usize),
             acks: Vec::new(),
+            samples: shared.latencies.buffer(index),
         }
     }
 
@@ -245,7 +256,7 @@ impl<'a> Driver<'a> {
             let reply = conn.read_reply().await?;
             if let (Some(sent), Some(op)) = (sent, p.op) {
                 // The arrival of the read that brought the reply: one clock read per read.
-                latencies.add(&mut outcome.recorder, op, sent, conn.received_at());
+                latencies.add(&mut self.samples, &self.shared.latencies, op, sent, conn.received_at());
                 last_arrival = Some(conn.received_at());
             }
             match self.model.check(&self.shared.config.namer, p, &reply) {
@@ -259,7 +270,7 @@ impl<'a> Driver<'a> {
                 Err(message) => outcome.mismatch(message, keep),
             }
         }
-        latencies.flush(&mut outcome.recorder);
+        latencies.flush(&mut self.samples, &self.shared.latencies);
         self.shared.replies.fetch_add(pending.len() as u64, Ordering::Relaxed);
         self.pending = pending;
         self.pending.clear();
@@ -298,17 +309,17 @@ struct SameLatency {
 }
 
 impl SameLatency {
-    fn add(&mut self, recorder: &mut Recorder, op: Op, sent: Instant, arrived: Instant) {
+    fn add(&mut self, buffer: &mut SampleBuffer, shared: &SharedLatencies, op: Op, sent: Instant, arrived: Instant) {
         if self.run != Some((op, sent, arrived)) {
-            self.flush(recorder);
+            self.flush(buffer, shared);
             self.run = Some((op, sent, arrived));
         }
         self.count += 1;
     }
 
-    fn flush(&mut self, recorder: &mut Recorder) {
+    fn flush(&mut self, buffer: &mut SampleBuffer, shared: &SharedLatencies) {
         if let Some((op, sent, arrived)) = self.run.take() {
-            recorder.record_n(op, arrived.saturating_duration_since(sent).as_nanos() as u64, self.count);
+            buffer.record_n(shared, op, arrived.saturating_duration_since(sent).as_nanos() as u64, self.count);
         }
         self.count = 0;
     }

@@ -13,7 +13,9 @@
 //! - [`model`]: what each connection expects of every reply and of the final state.
 //! - [`driver`]: one connection's life (prefill, warm-up, measured phase, final check);
 //!   [`run`]: all connections together, merged into a [`report::RunReport`].
-//! - [`stats`]: HDR latency histograms; [`report`]: full report, 4 KiB summary, text.
+//! - [`stats`]: HDR latency histograms; [`latencies`]: the run's histograms, shared by its
+//!   connections through small per-connection sample buffers; [`report`]: full report, 4 KiB
+//!   summary, text.
 //! - [`ack_log`]: the log of acknowledged writes; [`audit`]: checking it against a server.
 //! - [`progress`]: the terminal progress bar.
 //! - [`matrix`]: starting Redis, Valkey and Cairn, running cells, tables and plots.
@@ -24,6 +26,7 @@ pub mod cli;
 pub mod config;
 pub mod driver;
 pub mod keys;
+pub mod latencies;
 pub mod matrix;
 pub mod model;
 pub mod native;

@@ -12,6 +12,7 @@ use tokio::task::JoinHandle;
 use crate::ack_log::{AckLogError, AckWriter};
 use crate::config::{RunConfig, Stop};
 use crate::driver::{drive, Outcome, Shared};
+use crate::latencies::SharedLatencies;
 use crate::progress::Progress;
 use crate::report::RunReport;
 use crate::stats::Recorder;
@@ -43,12 +44,14 @@ pub async fn run<T: Target>(
     };
     let (start_tx, start_rx) = watch::channel(None);
     let clients = config.clients;
+    let threads = config.threads;
     let shared = Arc::new(Shared {
         config,
         claimed: AtomicU64::new(0),
         replies: AtomicU64::new(0),
         ready: Barrier::new(clients as usize + 1),
         start: start_rx,
+        latencies: SharedLatencies::new(threads),
     });
     let target = Arc::new(target);
     let blocking = shared.config.io == Io::Blocking;
@@ -84,6 +87,7 @@ pub async fn run<T: Target>(
     if let Some(writer) = writer {
         writer.finish()?;
     }
+    merged.recorder = shared.latencies.merged();
     Ok(merged.report(target.describe(), &shared.config, started))
 }
 
@@ -126,7 +130,6 @@ struct Merged {
 
 impl Merged {
     fn add(&mut self, outcome: Outcome, error: Option<String>, keep: usize) {
-        self.recorder.merge(&outcome.recorder);
         self.measured += outcome.measured;
         self.last_reply = self.last_reply.max(outcome.last_reply);
         self.mismatches += outcome.mismatches;

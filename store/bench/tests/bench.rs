@@ -80,6 +80,9 @@ async fn verifies_a_mixed_pipelined_run_and_audits_its_ack_log() {
     let report = run(target.clone(), config("mix", 8, 4, 8_000), Some(&ack_path), false).await.unwrap();
     assert!(report.verified, "{}", report.human());
     assert_eq!(report.requests, 8_000);
+    // Every measured reply's latency reached the shared histograms, split by operation.
+    assert_eq!(report.latency.count, 8_000, "{}", report.human());
+    assert_eq!(report.per_op.values().map(|l| l.count).sum::<u64>(), 8_000);
     assert!(report.final_state_keys_checked > 0);
     assert!(report.ops_per_sec > 0.0);
     assert_eq!(report.per_op.len(), 5);
@@ -153,6 +156,7 @@ async fn blocking_sockets_verify_resp_native_and_agent_shaped_runs() {
     let report = run(resp.clone(), blocking("mix", 3, 4, 3_000, "resp"), None, false).await.unwrap();
     assert!(report.verified, "{}", report.human());
     assert_eq!((report.requests, report.io.as_str()), (3_000, "blocking"));
+    assert_eq!(report.latency.count, 3_000, "each connection thread hands over its samples");
     assert!(report.final_state_keys_checked > 0);
 
     let native = NativeTarget::new(server.native_addr().to_string(), None, NativeMode::Batch).with_io(Io::Blocking);
