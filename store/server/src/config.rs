@@ -77,6 +77,7 @@ pub struct Args {
     pub wal_syncers: Option<usize>,
     /// Microseconds a worker polls for new requests before it sleeps (0: never
     /// spins). Saves a sleep and a wake-up per request at low pipeline depth.
+    /// Default 20, or 0 under a cgroup CPU quota.
     #[arg(long, env = "CAIRN_BUSY_POLL_US")]
     pub busy_poll_us: Option<u64>,
     /// Microseconds a worker whose clients wait for a `sync`-tier fdatasync
@@ -181,8 +182,10 @@ pub struct Config {
     pub wal_segment_bytes: u64,
     /// Syncer threads of the WAL (0: the tier's default).
     pub wal_syncers: usize,
-    /// Microseconds a worker polls before it sleeps (0: never).
-    pub busy_poll_us: u64,
+    /// Microseconds a worker polls before it sleeps (0: never; `None`:
+    /// [`DEFAULT_BUSY_POLL_US`], or 0 under a cgroup CPU quota, see
+    /// [`Config::busy_poll_budget_us`]).
+    pub busy_poll_us: Option<u64>,
     /// Microseconds a worker polls while its clients wait for durability (0:
     /// never; `None`: [`DEFAULT_DURABLE_SPIN_US`], or 0 under a cgroup CPU
     /// quota, see [`Config::durable_spin_budget_us`]).
@@ -218,7 +221,7 @@ impl Default for Config {
             durability: cairn_engine::durability::Tier::Async,
             wal_segment_bytes: 64 << 20,
             wal_syncers: 0,
-            busy_poll_us: DEFAULT_BUSY_POLL_US,
+            busy_poll_us: None,
             durable_spin_us: None,
             snapshot_wal_bytes: 256 << 20,
             snapshot_interval_secs: 3600,
@@ -253,6 +256,19 @@ impl Config {
         }
     }
 
+    /// The busy-poll budget to run with, given the cgroup's CPU quota: as
+    /// configured, else [`DEFAULT_BUSY_POLL_US`] without a quota and 0 under
+    /// one. Spinning fills a worker's idle time with polls, which under a
+    /// quota spends the limit and gets the cgroup throttled (measured in
+    /// docs/benchmarks.md, "Busy polling under a CPU quota").
+    pub fn busy_poll_budget_us(&self, cpu_quota: Option<f64>) -> u64 {
+        match (self.busy_poll_us, cpu_quota) {
+            (Some(us), _) => us,
+            (None, Some(_)) => 0,
+            (None, None) => DEFAULT_BUSY_POLL_US,
+        }
+    }
+
     /// Resolves flags/env (`args`) over an optional file over the defaults.
     pub fn resolve(args: Args) -> Result<Config, ConfigError> {
         let file = match &args.config {
@@ -280,7 +296,7 @@ impl Config {
             durability,
             wal_segment_bytes: mib(args.wal_segment_mb.or(file.wal_segment_mb), d.wal_segment_bytes),
             wal_syncers: args.wal_syncers.or(file.wal_syncers).unwrap_or(d.wal_syncers),
-            busy_poll_us: args.busy_poll_us.or(file.busy_poll_us).unwrap_or(d.busy_poll_us),
+            busy_poll_us: args.busy_poll_us.or(file.busy_poll_us).or(d.busy_poll_us),
             durable_spin_us: args.durable_spin_us.or(file.durable_spin_us).or(d.durable_spin_us),
             snapshot_wal_bytes: mib(args.snapshot_wal_mb.or(file.snapshot_wal_mb), d.snapshot_wal_bytes),
             snapshot_interval_secs: args
@@ -332,7 +348,7 @@ impl Config {
         if self.wal_syncers > 16 {
             return invalid("wal-syncers", "must be between 0 (the tier's default) and 16");
         }
-        if self.busy_poll_us > 10_000 {
+        if self.busy_poll_us.is_some_and(|us| us > 10_000) {
             return invalid("busy-poll-us", "must be between 0 and 10000");
         }
         if self.durable_spin_us.is_some_and(|us| us > 10_000) {
@@ -467,10 +483,22 @@ mod tests {
 
     #[test]
     fn spin_flags() {
-        check_micros_flag("--busy-poll-us", "busy-poll-us", DEFAULT_BUSY_POLL_US, |c| c.busy_poll_us);
+        check_micros_flag("--busy-poll-us", "busy-poll-us", DEFAULT_BUSY_POLL_US, |c| c.busy_poll_budget_us(None));
         check_micros_flag("--durable-spin-us", "durable-spin-us", DEFAULT_DURABLE_SPIN_US, |c| {
             c.durable_spin_budget_us(None)
         });
+    }
+
+    #[test]
+    fn busy_polling_is_off_by_default_under_a_cpu_quota_unless_asked_for() {
+        let default = Config::resolve(Args::parse_from(["cairn"])).unwrap();
+        assert_eq!(default.busy_poll_budget_us(None), DEFAULT_BUSY_POLL_US);
+        assert_eq!(default.busy_poll_budget_us(Some(1.0)), 0);
+        let asked = Config::resolve(Args::parse_from(["cairn", "--busy-poll-us", "35"])).unwrap();
+        assert_eq!(asked.busy_poll_budget_us(Some(1.0)), 35);
+        assert_eq!(asked.busy_poll_budget_us(None), 35);
+        let off = Config::resolve(Args::parse_from(["cairn", "--busy-poll-us", "0"])).unwrap();
+        assert_eq!(off.busy_poll_budget_us(None), 0);
     }
 
     #[test]

@@ -35,9 +35,9 @@ pub fn spawn(
                 tracing::warn!(worker = index, cpu, "could not pin worker to CPU");
             }
         }
+        // `start` resolved both budgets against the CPU quota; no quota is read here.
         let poller = BusyPoll::new(
-            Duration::from_micros(server.config.busy_poll_us),
-            // `start` resolved it against the CPU quota; no quota is read here.
+            Duration::from_micros(server.config.busy_poll_budget_us(None)),
             Duration::from_micros(server.config.durable_spin_budget_us(None)),
         );
         let spinner = poller.clone();
