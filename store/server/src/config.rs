@@ -489,26 +489,23 @@ mod tests {
         });
     }
 
-    #[test]
-    fn busy_polling_is_off_by_default_under_a_cpu_quota_unless_asked_for() {
-        let default = Config::resolve(Args::parse_from(["cairn"])).unwrap();
-        assert_eq!(default.busy_poll_budget_us(None), DEFAULT_BUSY_POLL_US);
-        assert_eq!(default.busy_poll_budget_us(Some(1.0)), 0);
-        let asked = Config::resolve(Args::parse_from(["cairn", "--busy-poll-us", "35"])).unwrap();
-        assert_eq!(asked.busy_poll_budget_us(Some(1.0)), 35);
-        assert_eq!(asked.busy_poll_budget_us(None), 35);
-        let off = Config::resolve(Args::parse_from(["cairn", "--busy-poll-us", "0"])).unwrap();
-        assert_eq!(off.busy_poll_budget_us(None), 0);
+    /// A spin budget flag: its default without a quota, 0 under one, and an
+    /// explicit value either way.
+    fn check_spin_budget_under_quota(flag: &str, default: u64, budget: fn(&Config, Option<f64>) -> u64) {
+        let unset = Config::resolve(Args::parse_from(["cairn"])).unwrap();
+        assert_eq!(budget(&unset, None), default, "{flag}");
+        assert_eq!(budget(&unset, Some(1.0)), 0, "{flag}");
+        let asked = Config::resolve(Args::parse_from(["cairn", flag, "35"])).unwrap();
+        assert_eq!(budget(&asked, Some(2.0)), 35, "{flag}");
+        assert_eq!(budget(&asked, None), 35, "{flag}");
+        let off = Config::resolve(Args::parse_from(["cairn", flag, "0"])).unwrap();
+        assert_eq!(budget(&off, None), 0, "{flag}");
     }
 
     #[test]
-    fn durable_spin_is_off_by_default_under_a_cpu_quota_unless_asked_for() {
-        let default = Config::resolve(Args::parse_from(["cairn"])).unwrap();
-        assert_eq!(default.durable_spin_budget_us(None), DEFAULT_DURABLE_SPIN_US);
-        assert_eq!(default.durable_spin_budget_us(Some(2.0)), 0);
-        let asked = Config::resolve(Args::parse_from(["cairn", "--durable-spin-us", "300"])).unwrap();
-        assert_eq!(asked.durable_spin_budget_us(Some(2.0)), 300);
-        assert_eq!(asked.durable_spin_budget_us(None), 300);
+    fn spinning_is_off_by_default_under_a_cpu_quota_unless_asked_for() {
+        check_spin_budget_under_quota("--busy-poll-us", DEFAULT_BUSY_POLL_US, Config::busy_poll_budget_us);
+        check_spin_budget_under_quota("--durable-spin-us", DEFAULT_DURABLE_SPIN_US, Config::durable_spin_budget_us);
     }
 
     #[test]
