@@ -87,8 +87,7 @@ pub async fn run<T: Target>(
     if let Some(writer) = writer {
         writer.finish()?;
     }
-    merged.recorder = shared.latencies.merged();
-    Ok(merged.report(target.describe(), &shared.config, started))
+    Ok(merged.report(target.describe(), &shared.config, started, shared.latencies.merged()))
 }
 
 /// Runs one connection's `drive` on a new thread with a runtime of its own (for timers: the
@@ -118,7 +117,6 @@ where
 
 #[derive(Default)]
 struct Merged {
-    recorder: Recorder,
     measured: u64,
     last_reply: Option<Instant>,
     mismatches: u64,
@@ -148,7 +146,7 @@ impl Merged {
         }
     }
 
-    fn report(self, target: String, config: &RunConfig, started: Instant) -> RunReport {
+    fn report(self, target: String, config: &RunConfig, started: Instant, latencies: Recorder) -> RunReport {
         let measure_from = started + config.warmup;
         let measured_seconds = match (self.last_reply, config.stop) {
             (Some(last), _) => last.saturating_duration_since(measure_from).as_secs_f64(),
@@ -173,8 +171,8 @@ impl Merged {
             measured_seconds: (measured_seconds * 1000.0).round() / 1000.0,
             requests: self.measured,
             ops_per_sec: ops_per_sec.round(),
-            latency: self.recorder.summary(),
-            per_op: self.recorder.per_op(),
+            latency: latencies.summary(),
+            per_op: latencies.per_op(),
             errors,
             mismatches: self.mismatches,
             connection_errors: self.connection_errors,

@@ -243,17 +243,23 @@ pub enum ConfigError {
     Invalid { name: &'static str, reason: String },
 }
 
+/// A spin budget: the configured one, else `default` without a CPU quota and
+/// 0 under one.
+fn spin_budget_us(configured: Option<u64>, default: u64, cpu_quota: Option<f64>) -> u64 {
+    match (configured, cpu_quota) {
+        (Some(us), _) => us,
+        (None, Some(_)) => 0,
+        (None, None) => default,
+    }
+}
+
 impl Config {
     /// The durable-spin budget to run with, given the cgroup's CPU quota: as
     /// configured, else [`DEFAULT_DURABLE_SPIN_US`] without a quota and 0
     /// under one (spinning counts against a CPU limit, and a throttled
     /// cgroup stalls for the rest of its period: see `cpu_quota`).
     pub fn durable_spin_budget_us(&self, cpu_quota: Option<f64>) -> u64 {
-        match (self.durable_spin_us, cpu_quota) {
-            (Some(us), _) => us,
-            (None, Some(_)) => 0,
-            (None, None) => DEFAULT_DURABLE_SPIN_US,
-        }
+        spin_budget_us(self.durable_spin_us, DEFAULT_DURABLE_SPIN_US, cpu_quota)
     }
 
     /// The busy-poll budget to run with, given the cgroup's CPU quota: as
@@ -262,11 +268,29 @@ impl Config {
     /// quota spends the limit and gets the cgroup throttled (measured in
     /// docs/benchmarks.md, "Busy polling under a CPU quota").
     pub fn busy_poll_budget_us(&self, cpu_quota: Option<f64>) -> u64 {
-        match (self.busy_poll_us, cpu_quota) {
-            (Some(us), _) => us,
-            (None, Some(_)) => 0,
-            (None, None) => DEFAULT_BUSY_POLL_US,
+        spin_budget_us(self.busy_poll_us, DEFAULT_BUSY_POLL_US, cpu_quota)
+    }
+
+    /// Fixes both spin budgets for a process running under `cpu_quota`
+    /// (logging each one the quota turned off), so that later reads need no
+    /// quota.
+    pub fn resolve_spin_budgets(&mut self, cpu_quota: Option<f64>) {
+        if let Some(cpus) = cpu_quota {
+            if self.durable_spin_us.is_none() {
+                tracing::info!(
+                    cpus,
+                    "CPU quota: workers do not spin while syncs are in flight (--durable-spin-us overrides)"
+                );
+            }
+            if self.busy_poll_us.is_none() {
+                tracing::info!(
+                    cpus,
+                    "CPU quota: workers do not busy-poll before they sleep (--busy-poll-us overrides)"
+                );
+            }
         }
+        self.durable_spin_us = Some(self.durable_spin_budget_us(cpu_quota));
+        self.busy_poll_us = Some(self.busy_poll_budget_us(cpu_quota));
     }
 
     /// Resolves flags/env (`args`) over an optional file over the defaults.

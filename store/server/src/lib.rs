@@ -149,14 +149,7 @@ pub fn start(mut config: Config, shutdown: Shutdown) -> Result<RunningServer, St
     let _ = quanta::Instant::now();
     // Resolved once, here: the workers read the configured value.
     let quota = cpu_quota::cpu_quota();
-    if let (None, Some(cpus)) = (config.durable_spin_us, quota) {
-        tracing::info!(cpus, "CPU quota: workers do not spin while syncs are in flight (--durable-spin-us overrides)");
-    }
-    config.durable_spin_us = Some(config.durable_spin_budget_us(quota));
-    if let (None, Some(cpus)) = (config.busy_poll_us, quota) {
-        tracing::info!(cpus, "CPU quota: workers do not busy-poll before they sleep (--busy-poll-us overrides)");
-    }
-    config.busy_poll_us = Some(config.busy_poll_budget_us(quota));
+    config.resolve_spin_budgets(quota);
     let server = Arc::new(Server::new(config, addr.port(), plan.len(), shutdown));
     let mut threads = Vec::with_capacity(plan.len() + 2);
     let mut native_listeners = native_listeners.into_iter();
