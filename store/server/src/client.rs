@@ -183,6 +183,12 @@ pub struct Client {
     /// A command arrived while a script runs: the connection waits for it to
     /// end (or to pass `busy-reply-threshold`) before going on.
     pub wait_script: bool,
+    /// EXEC of a transaction that calls a script: the connection runs it on a
+    /// blocking thread (`scripting::offload`).
+    pub pending_exec: bool,
+    /// The client runs on a blocking thread, not on its worker: a script it
+    /// calls runs right here.
+    pub off_worker: bool,
 }
 
 impl Client {
@@ -205,6 +211,8 @@ impl Client {
             write_was_noop: false,
             pending_script: None,
             wait_script: false,
+            pending_exec: false,
+            off_worker: false,
         }
     }
 

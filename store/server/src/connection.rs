@@ -106,8 +106,21 @@ async fn connection_loop(
             stats.net_output_bytes.add(output.len() as u64);
             output.clear();
         }
+        if std::mem::take(&mut client.pending_exec) {
+            let Ok(reply) = crate::scripting::offload::with_client_elsewhere(server, stats, client, exec_here).await
+            else {
+                return Ok(());
+            };
+            if !await_durable(server, client.last_lsn).await {
+                return Ok(());
+            }
+            stream.write_all(&reply).await?;
+            stats.net_output_bytes.add(reply.len() as u64);
+            unblocked = true;
+            continue;
+        }
         if let Some(request) = client.pending_script.take() {
-            let outcome = crate::scripting::run_elsewhere(server, stats, client, *request).await;
+            let outcome = crate::scripting::offload::run_elsewhere(server, stats, client, *request).await;
             if outcome.log_failed || !await_durable(server, outcome.last_lsn).await {
                 return Ok(());
             }
@@ -118,7 +131,7 @@ async fn connection_loop(
             continue;
         }
         if std::mem::take(&mut client.wait_script) {
-            server.scripting.busy.wait(&server.runtime.busy_reply_threshold_ms).await;
+            server.scripting.wait(&server.runtime.busy_reply_threshold_ms).await;
             unblocked = true;
             continue;
         }
@@ -290,6 +303,8 @@ fn execute_batch(
         ..Limits::default()
     };
     let protocol = client.protocol;
+    // Marks this worker as executing until the batch ends (scripts wait for it).
+    let _executing = server.scripting.enter_batch(client);
     // One clock read per batch: the commands of a batch arrived together.
     let now_ms = cairn_engine::clock::now_ms();
     let clock = CommandClock::start();
@@ -305,8 +320,8 @@ fn execute_batch(
                 let mut args: Vec<&[u8]> = spare;
                 argv.slices(&input[pos..], &mut args);
                 if !args.is_empty() {
-                    // One relaxed load per command while no script runs.
-                    if server.scripting.busy.is_running() {
+                    // One load per command while no script is pending.
+                    if server.scripting.script_pending() {
                         match crate::scripting::gate::check(&mut ctx, &args) {
                             Gate::Run => {}
                             Gate::Answered => {
@@ -320,9 +335,14 @@ fn execute_batch(
                             }
                         }
                     }
-                    dispatch(&mut ctx, &args);
-                    if !server.scripting.busy.is_running() {
-                        server.blocking.serve_ready(server, stats);
+                    if crate::commands::transactions::exec_runs_script(&ctx, &args) {
+                        // Off this thread, with the client (see scripting::offload).
+                        ctx.client.pending_exec = true;
+                    } else {
+                        dispatch(&mut ctx, &args);
+                        if !server.scripting.script_pending() {
+                            server.blocking.serve_ready(server, stats);
+                        }
                     }
                 }
                 spare = recycle(args);
@@ -330,6 +350,7 @@ fn execute_batch(
                 if matches!(ctx.client.block, BlockState::Blocked(_))
                     || ctx.client.wait_aof.is_some()
                     || ctx.client.pending_script.is_some()
+                    || ctx.client.pending_exec
                 {
                     break;
                 }
@@ -344,6 +365,19 @@ fn execute_batch(
     }
     ctx.client.handle.last_interaction_ms.store(now_ms, Ordering::Relaxed);
     pos
+}
+
+/// EXEC of a transaction that calls a script, on the blocking thread the
+/// client was moved to; returns the reply.
+fn exec_here(server: &Server, stats: &WorkerStats, client: &mut Client) -> Vec<u8> {
+    let mut output = Vec::new();
+    let protocol = client.protocol;
+    let now_ms = cairn_engine::clock::now_ms();
+    let clock = CommandClock::start();
+    let mut ctx = Ctx { server, client, out: ReplyWriter::new(&mut output, protocol), stats, now_ms, clock };
+    dispatch(&mut ctx, &[b"EXEC"]);
+    server.blocking.serve_ready(server, stats);
+    output
 }
 
 /// Empties a vector of borrowed slices and returns its allocation with a

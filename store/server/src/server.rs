@@ -98,7 +98,7 @@ impl Server {
             persistence,
             health: crate::health::Health::new(),
             hooks: crate::admin::hooks::Hooks::default(),
-            scripting: crate::scripting::Scripting::default(),
+            scripting: crate::scripting::Scripting::new(num_workers),
             config,
         }
     }

@@ -60,7 +60,7 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], by_sha: bool, read_only: bool
         argv: args[3 + numkeys..].iter().map(|a| a.to_vec()).collect(),
         read_only,
     };
-    if matches!(ctx.client.block, BlockState::Denied) {
+    if matches!(ctx.client.block, BlockState::Denied) || ctx.client.off_worker {
         run_inline(ctx, &request);
     } else {
         // The connection runs it off its event loop (connection.rs).
@@ -69,11 +69,15 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], by_sha: bool, read_only: bool
     Ok(())
 }
 
-/// Inside EXEC: runs the script here, its writes joining the transaction's record.
+/// Runs the script here: the client is off its worker (see
+/// `scripting::offload`). Inside EXEC (blocking commands denied) its writes
+/// join the transaction's record.
 fn run_inline(ctx: &mut Ctx<'_>, request: &ScriptRequest) {
     let caller = run::Caller { handle: ctx.client.handle.clone(), db: ctx.client.db, protocol: ctx.client.protocol };
+    let inside_exec = matches!(ctx.client.block, BlockState::Denied);
     let mut parent = ctx.client.txn_log.take();
-    let outcome = run::execute(ctx.server, ctx.stats, &caller, request, parent.as_mut());
+    let within = if inside_exec { run::Within::Exec(parent.as_mut()) } else { run::Within::Alone };
+    let outcome = run::execute(ctx.server, ctx.stats, &caller, request, within);
     ctx.client.txn_log = parent;
     ctx.client.last_lsn = ctx.client.last_lsn.max(outcome.last_lsn);
     if outcome.log_failed {

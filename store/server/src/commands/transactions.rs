@@ -11,7 +11,7 @@
 use std::sync::atomic::Ordering;
 
 use super::table::{c, lookup, spec, CommandSpec, F, LOADING_OK, NONE, R, TXN_CONTROL};
-use super::{dispatch, CmdError, CmdResult, Ctx};
+use super::{dispatch, is, CmdError, CmdResult, Ctx};
 use crate::client::MultiState;
 
 pub static COMMANDS: &[CommandSpec] = &[
@@ -111,6 +111,18 @@ fn queued_needs_memory(ctx: &Ctx<'_>, state: &crate::client::MultiState) -> bool
             .any(|args| args.first().and_then(|name| super::table::lookup(name)).is_some_and(crate::maxmemory::denyoom))
 }
 
+/// Whether `args` is an EXEC, on a worker thread, of a transaction that
+/// calls a script: the connection then runs it on a blocking thread, since a
+/// script may run for long and a worker must never wait for one.
+pub fn exec_runs_script(ctx: &Ctx<'_>, args: &[&[u8]]) -> bool {
+    !ctx.client.off_worker && is(args[0], "exec") && queued_script(ctx.client)
+}
+
+/// Whether the client is inside MULTI, not aborted, and queued a script.
+pub fn queued_script(client: &crate::client::Client) -> bool {
+    client.multi.as_ref().is_some_and(|state| !state.aborted && runs_script(state))
+}
+
 pub fn exec(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     let Some(state) = ctx.client.multi.take() else {
         return Err(CmdError::Static("ERR EXEC without MULTI"));
@@ -127,9 +139,19 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
         )));
     }
     let shards = shards_for(ctx, &state);
+    // A script inside holds every shard: announce it, and let the workers
+    // leave their batches, before taking them (see scripting::quiesce).
+    let quiesce = &ctx.server.scripting.quiesce;
+    let mut announced = runs_script(&state).then(|| quiesce.announce());
+    if announced.is_some() {
+        quiesce.wait_for_workers();
+    }
     let held = ctx.server.keyspace.hold_shards(&shards);
     if watch_failed(ctx) {
         drop(held);
+        if announced.take().is_some() {
+            ctx.server.scripting.busy.notify_changed();
+        }
         unwatch_all(ctx);
         ctx.out.null_array();
         return Ok(());
@@ -159,8 +181,18 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     }
     ctx.client.block = block;
     drop(held);
+    if announced.take().is_some() {
+        ctx.server.scripting.busy.notify_changed();
+    }
     unwatch_all(ctx);
     Ok(())
+}
+
+fn runs_script(state: &MultiState) -> bool {
+    state
+        .queued
+        .iter()
+        .any(|queued| lookup(&queued[0]).is_some_and(|index| spec(index).flags & super::table::RUNS_SCRIPT != 0))
 }
 
 /// The sorted shard indexes the queued commands need: what the write path

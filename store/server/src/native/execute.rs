@@ -43,7 +43,9 @@ impl Exec<'_> {
             now_ms: self.now_ms,
             clock: self.clock,
         };
-        dispatch(&mut ctx, args);
+        if !crate::scripting::gate::refused_while_busy(&mut ctx, args) {
+            dispatch(&mut ctx, args);
+        }
         self.clock = ctx.clock;
         self.server.blocking.serve_ready(self.server, self.stats);
         if let BlockState::Blocked(waiter) = std::mem::take(&mut self.client.block) {

@@ -15,11 +15,13 @@
 //! - [`argv`]: a typed operation as the argv of the equivalent command.
 //! - [`translate`]: the dispatcher's RESP3 reply as a native outcome.
 //! - [`refused`]: commands that cannot run over this protocol.
+//! - [`scripts`]: which frames call a script (they run off the worker).
 
 pub mod argv;
 pub mod execute;
 pub mod handshake;
 pub mod refused;
+pub mod scripts;
 pub mod serve;
 pub mod session;
 pub mod translate;

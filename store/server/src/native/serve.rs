@@ -62,13 +62,17 @@ struct Pass {
     durable: bool,
     /// Close once the output is written (fatal error, failed handshake, QUIT).
     close: bool,
+    /// A script is pending: wait for it (or its threshold) before the next frame.
+    wait_script: bool,
+    /// The next frame calls a script: run the rest of the input on a blocking thread.
+    offload: bool,
 }
 
 async fn connection_loop(
-    server: &Server,
+    server: &Arc<Server>,
     stream: &mut TcpStream,
     client: &mut Client,
-    stats: &WorkerStats,
+    stats: &Arc<WorkerStats>,
 ) -> Result<(), NativeEnd> {
     let mut input: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut output: Vec<u8> = Vec::with_capacity(READ_CHUNK);
@@ -76,20 +80,35 @@ async fn connection_loop(
     let handle = client.handle.clone();
     let killed = handle.killed();
     tokio::pin!(killed);
+    // Frames left unexecuted after a pass (script pending, or offloaded) run before reading more.
+    let mut resume = Resume::Read;
     loop {
         if input.capacity() - input.len() < READ_CHUNK / 4 {
             input.reserve(READ_CHUNK.max(input.len()));
         }
-        let read = tokio::select! {
-            biased;
-            _ = &mut killed => return Ok(()),
-            read = read_with_timeout(server, stream, &mut input, true) => read?,
-        };
-        if read == 0 {
-            return Ok(());
+        if resume == Resume::Read {
+            let read = tokio::select! {
+                biased;
+                _ = &mut killed => return Ok(()),
+                read = read_with_timeout(server, stream, &mut input, true) => read?,
+            };
+            if read == 0 {
+                return Ok(());
+            }
+            stats.net_input_bytes.add(read as u64);
         }
-        stats.net_input_bytes.add(read as u64);
-        let pass = execute_frames(server, client, stats, &mut session, &input, &mut output);
+        let pass = match std::mem::replace(&mut resume, Resume::Read) {
+            Resume::Offload => {
+                let Ok((pass, moved_session, moved_output)) =
+                    execute_elsewhere(server, stats, client, std::mem::take(&mut session), &input).await
+                else {
+                    return Ok(());
+                };
+                (session, output) = (moved_session, moved_output);
+                pass
+            }
+            _ => execute_frames(server, client, stats, &mut session, &input, &mut output),
+        };
         input.drain(..pass.consumed);
         if !await_durable(server, client.last_lsn, pass.durable).await {
             return Ok(());
@@ -102,6 +121,15 @@ async fn connection_loop(
         if pass.close {
             return Ok(());
         }
+        if pass.wait_script {
+            server.scripting.wait(&server.runtime.busy_reply_threshold_ms).await;
+            resume = Resume::Pending;
+            continue;
+        }
+        if pass.offload {
+            resume = Resume::Offload;
+            continue;
+        }
         let limit = server.runtime.client_query_buffer_limit.load(Ordering::Relaxed);
         if input.len() > limit {
             encode::fatal(&mut output, 0, Status::LimitExceeded, b"ERR client-query-buffer-limit exceeded");
@@ -112,6 +140,36 @@ async fn connection_loop(
         shrink_if_idle(&mut output);
         shrink_if_idle(&mut session.scratch);
     }
+}
+
+/// How the next turn of the connection loop starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Resume {
+    /// Read more input first.
+    Read,
+    /// Execute the frames already read (a script ended or passed its threshold).
+    Pending,
+    /// Execute the frames already read on a blocking thread: one calls a script.
+    Offload,
+}
+
+/// Runs the frames in `input` on a blocking thread, with the client and its
+/// session moved there (see `scripting::offload`); returns the pass, the
+/// session and the replies. `Err`: the thread failed, the connection must close.
+async fn execute_elsewhere(
+    server: &Arc<Server>,
+    stats: &Arc<WorkerStats>,
+    client: &mut Client,
+    mut session: Session,
+    input: &[u8],
+) -> Result<(Pass, Session, Vec<u8>), crate::scripting::offload::OffloadFailed> {
+    let input = input.to_vec();
+    crate::scripting::offload::with_client_elsewhere(server, stats, client, move |server, stats, client| {
+        let mut output = Vec::new();
+        let pass = execute_frames(server, client, stats, &mut session, &input, &mut output);
+        (pass, session, output)
+    })
+    .await
 }
 
 /// Waits until `lsn` is durable when a frame asked for it, or always in the
@@ -151,9 +209,11 @@ fn execute_frames(
     output: &mut Vec<u8>,
 ) -> Pass {
     let limits = limits(server);
+    // Marks this worker as executing until the pass ends (scripts wait for it).
+    let _executing = server.scripting.enter_batch(client);
     let now_ms = cairn_engine::clock::now_ms();
     let mut exec = Exec { server, client, stats, session, now_ms, clock: CommandClock::start() };
-    let mut pass = Pass { consumed: 0, durable: false, close: false };
+    let mut pass = Pass { consumed: 0, durable: false, close: false, wait_script: false, offload: false };
     while pass.consumed < input.len() && !pass.close {
         let (frame, used) = match decode_frame(&input[pass.consumed..], &limits) {
             Ok(Decoded::Incomplete) => break,
@@ -165,6 +225,16 @@ fn execute_frames(
                 break;
             }
         };
+        if exec.session.greeted && !exec.client.off_worker {
+            if crate::scripting::gate::should_wait(server) {
+                pass.wait_script = true;
+                break;
+            }
+            if super::scripts::calls_script(&frame.body, exec.client) {
+                pass.offload = true;
+                break;
+            }
+        }
         pass.consumed += used;
         if !exec.session.greeted {
             exec.session.greeted = greet(&mut exec, &frame, output);

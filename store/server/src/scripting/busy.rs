@@ -1,14 +1,19 @@
 //! Whether a script is running, for how long, and SCRIPT KILL.
 //!
-//! The dispatcher reads [`Busy::is_running`] (one relaxed load) before every
-//! command a client sends; while a script runs, commands wait for it to end
-//! ([`Busy::wait`]) or, once it has run past `busy-reply-threshold`, are
-//! refused with [`BUSY`].
+//! While a script is pending (see [`super::quiesce`]) a client's commands wait
+//! for it to end ([`Busy::wait`]) or, once it has run past
+//! `busy-reply-threshold`, are refused with [`BUSY`].
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::Notify;
+
+use super::quiesce::Quiesce;
+
+/// How often a waiting client looks again at a script that is announced but
+/// not started (it waits for workers to leave their batches, or for shards).
+const NOT_STARTED_RECHECK: Duration = Duration::from_millis(5);
 
 /// Redis 7.0's reply to commands sent while a script is past the threshold.
 pub const BUSY: &str = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
@@ -27,8 +32,8 @@ pub struct Busy {
     kill: AtomicBool,
     /// The running script called a write command (it can no longer be killed).
     wrote: AtomicBool,
-    /// Woken when a script ends.
-    done: Notify,
+    /// Woken when a script starts or ends.
+    changed: Notify,
 }
 
 /// Why SCRIPT KILL failed.
@@ -59,13 +64,20 @@ impl Busy {
         self.kill.store(false, Ordering::SeqCst);
         self.wrote.store(false, Ordering::SeqCst);
         self.started_ms.store(cairn_engine::clock::monotonic_now_ms().max(1), Ordering::SeqCst);
+        self.changed.notify_waiters();
     }
 
-    /// The script ended (called before its shards are released).
+    /// The script ended (its shards released and its announcement dropped,
+    /// so that the clients woken here find no script pending).
     pub fn end(&self) {
         self.started_ms.store(0, Ordering::SeqCst);
         self.kill.store(false, Ordering::SeqCst);
-        self.done.notify_waiters();
+        self.changed.notify_waiters();
+    }
+
+    /// Wakes the clients waiting in [`Busy::wait`] to look again.
+    pub fn notify_changed(&self) {
+        self.changed.notify_waiters();
     }
 
     /// How long the running script has run, if one runs.
@@ -111,26 +123,31 @@ impl Busy {
         }
     }
 
-    /// Waits until no script runs, or the running one has run past the
+    /// Waits until no script is pending, or the running one has run past the
     /// threshold (read from `threshold_ms` each time: CONFIG SET may change it).
-    pub async fn wait(&self, threshold_ms: &AtomicU64) {
+    pub async fn wait(&self, quiesce: &Quiesce, threshold_ms: &AtomicU64) {
         loop {
-            let notified = self.done.notified();
+            let notified = self.changed.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let Some(ran) = self.running_for_ms() else { return };
-            let threshold = threshold_ms.load(Ordering::Relaxed);
-            if threshold == 0 {
-                notified.await;
-                continue;
-            }
-            if ran >= threshold {
+            if !quiesce.script_pending() {
                 return;
             }
-            let left = Duration::from_millis(threshold - ran);
-            tokio::select! {
-                _ = notified => {}
-                _ = tokio::time::sleep(left) => {}
+            let threshold = threshold_ms.load(Ordering::Relaxed);
+            let nap = match (self.running_for_ms(), threshold) {
+                (None, _) => Some(NOT_STARTED_RECHECK),
+                (Some(_), 0) => None,
+                (Some(ran), threshold) if ran >= threshold => return,
+                (Some(ran), threshold) => Some(Duration::from_millis(threshold - ran)),
+            };
+            match nap {
+                None => notified.await,
+                Some(nap) => {
+                    tokio::select! {
+                        _ = notified => {}
+                        _ = tokio::time::sleep(nap) => {}
+                    }
+                }
             }
         }
     }

@@ -3,6 +3,7 @@
 //! script (before `busy-reply-threshold`), or fail with -BUSY (after it).
 
 use crate::commands::{is, table, Ctx};
+use crate::server::Server;
 
 use super::busy::BUSY;
 
@@ -24,16 +25,39 @@ fn allowed_while_busy(args: &[&[u8]]) -> bool {
         || (is(name, "script") && args.get(1).is_some_and(|sub| is(sub, "kill")))
 }
 
+/// The decision for a command sent while a script is pending.
 pub fn check(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Gate {
     if allowed_while_busy(args) {
         return Gate::Run;
     }
-    let threshold = ctx.server.runtime.busy_reply_threshold_ms.load(std::sync::atomic::Ordering::Relaxed);
-    if !ctx.server.scripting.busy.past_threshold(threshold) {
+    if !past_threshold(ctx.server) {
         return Gate::Wait;
     }
     reject(ctx, args);
     Gate::Answered
+}
+
+/// Whether a batch must stop and wait before its next request: a script is
+/// pending and not yet past the threshold.
+pub fn should_wait(server: &Server) -> bool {
+    server.scripting.script_pending() && !past_threshold(server)
+}
+
+/// For a request already running inside a batch (a native frame's
+/// operations): refused with -BUSY past the threshold. Before it, the request
+/// runs: a script announced meanwhile waits for the batch to end before it
+/// takes the shards. True when the reply is written.
+pub fn refused_while_busy(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> bool {
+    if !ctx.server.scripting.script_pending() || allowed_while_busy(args) || !past_threshold(ctx.server) {
+        return false;
+    }
+    reject(ctx, args);
+    true
+}
+
+fn past_threshold(server: &Server) -> bool {
+    let threshold = server.runtime.busy_reply_threshold_ms.load(std::sync::atomic::Ordering::Relaxed);
+    server.scripting.busy.past_threshold(threshold)
 }
 
 /// Redis's rejectCommand: the error, a transaction flagged (or discarded by EXEC).

@@ -5,6 +5,9 @@
 //!
 //! - [`cache`]: SHA1 → script body (SCRIPT LOAD, EVAL).
 //! - [`busy`]: the running script's state: BUSY replies, SCRIPT KILL.
+//! - [`quiesce`]: keeping worker threads off the shard locks a script holds.
+//! - [`offload`]: running a script (or a transaction or native frame that
+//!   calls one) on a blocking thread, the client moved there and back.
 //! - [`lua_env`]: the sandboxed Lua 5.1 interpreter of each thread, with the
 //!   `redis` library of `prelude.lua`.
 //! - [`convert`]: reply ↔ Lua value conversions.
@@ -13,34 +16,64 @@
 //!
 //! A connection does not run a script on its worker's event loop: the EVAL
 //! handler leaves a [`run::ScriptRequest`] on the client, and the connection
-//! runs it on a blocking thread ([`run_elsewhere`]) while the worker keeps
+//! runs it on a blocking thread ([`offload::run_elsewhere`]) while the worker keeps
 //! serving its other clients, who wait for the script (or get -BUSY past
-//! `busy-reply-threshold`). Inside EXEC a script runs inline.
+//! `busy-reply-threshold`). A transaction or a native frame that calls a
+//! script runs on a blocking thread as a whole, so no script ever runs on a
+//! worker thread.
 
 pub mod busy;
 pub mod cache;
 pub mod convert;
 pub mod gate;
 pub mod lua_env;
+pub mod offload;
+pub mod quiesce;
 pub mod run;
 
 use std::sync::{Arc, OnceLock};
 
 use crate::client::Client;
 use crate::commands::table;
-use crate::server::Server;
-use crate::stats::WorkerStats;
 
 /// The server's scripting state.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Scripting {
     pub cache: cache::ScriptCache,
     pub busy: Arc<busy::Busy>,
+    /// Scripts pending, and which workers are inside a batch of commands.
+    pub quiesce: quiesce::Quiesce,
     /// Bytes the interpreter that ran the last script used (used_memory_lua).
     lua_bytes: std::sync::atomic::AtomicUsize,
 }
 
 impl Scripting {
+    pub fn new(workers: usize) -> Scripting {
+        Scripting {
+            cache: cache::ScriptCache::default(),
+            busy: Arc::default(),
+            quiesce: quiesce::Quiesce::new(workers),
+            lua_bytes: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// The client's worker starts a batch of commands (nothing is marked when
+    /// the client runs off its worker, see [`offload`]).
+    pub fn enter_batch(&self, client: &Client) -> quiesce::Executing<'_> {
+        self.quiesce.enter(if client.off_worker { usize::MAX } else { client.handle.worker })
+    }
+
+    /// Whether a script is announced or running (checked before each command).
+    #[inline]
+    pub fn script_pending(&self) -> bool {
+        self.quiesce.script_pending()
+    }
+
+    /// Waits until no script is pending, or the running one is past `busy-reply-threshold`.
+    pub async fn wait(&self, threshold_ms: &std::sync::atomic::AtomicU64) {
+        self.busy.wait(&self.quiesce, threshold_ms).await;
+    }
+
     pub fn lua_bytes(&self) -> usize {
         self.lua_bytes.load(std::sync::atomic::Ordering::Relaxed)
     }
@@ -71,27 +104,4 @@ pub fn not_allowed_from_scripts(index: usize) -> bool {
         .get(index)
         .copied()
         .unwrap_or(true)
-}
-
-/// Runs a client's script on a blocking thread, so that the worker's event
-/// loop keeps serving other connections; returns its outcome.
-pub async fn run_elsewhere(
-    server: &Arc<Server>,
-    stats: &Arc<WorkerStats>,
-    client: &Client,
-    request: run::ScriptRequest,
-) -> run::Outcome {
-    let caller = run::Caller { handle: client.handle.clone(), db: client.db, protocol: client.protocol };
-    let (server, stats) = (server.clone(), stats.clone());
-    let task = tokio::task::spawn_blocking(move || run::execute(&server, &stats, &caller, &request, None));
-    match task.await {
-        Ok(outcome) => outcome,
-        Err(e) => {
-            tracing::error!(error = %e, "a script's thread failed");
-            let mut reply = Vec::new();
-            cairn_protocol::ReplyWriter::new(&mut reply, client.protocol)
-                .error("ERR Error running script: the script's thread failed");
-            run::Outcome { reply, ..run::Outcome::default() }
-        }
-    }
 }

@@ -53,18 +53,40 @@ pub struct Outcome {
 /// A transaction's pending log (EXEC): a script inside EXEC adds its writes there.
 pub type TxnLog = Vec<(u32, Vec<Vec<u8>>)>;
 
+/// Where a script runs.
+pub enum Within<'a> {
+    /// On its own: it announces itself and waits for the workers to leave
+    /// their batches before it takes the shards (see `scripting::quiesce`).
+    Alone,
+    /// Inside EXEC, which announced it and holds every shard already; its
+    /// writes join the transaction's log (when there is a log).
+    Exec(Option<&'a mut TxnLog>),
+}
+
 /// Runs a script on this thread, holding every shard, and returns its reply.
+/// Never on a worker thread: alone, it waits for the workers to leave their
+/// batches (see [`super::quiesce`]).
 pub fn execute(
     server: &Server,
     stats: &WorkerStats,
     caller: &Caller,
     request: &ScriptRequest,
-    parent_txn: Option<&mut TxnLog>,
+    within: Within<'_>,
 ) -> Outcome {
     let keyspace = &server.keyspace;
+    let scripting = &server.scripting;
     let all: Vec<usize> = (0..keyspace.num_shards()).collect();
+    // Declared in this order, dropped in the reverse one: the script ends,
+    // then its shards are released, then its announcement goes.
+    let (announced, parent_txn) = match within {
+        Within::Alone => (Some(scripting.quiesce.announce()), None),
+        Within::Exec(parent_txn) => (None, parent_txn),
+    };
+    if announced.is_some() {
+        scripting.quiesce.wait_for_workers();
+    }
     let held = keyspace.hold_shards(&all);
-    let running = Running::start(&server.scripting.busy);
+    let running = Running::start(&scripting.busy);
     let mut client = Client::new(caller.handle.clone(), false);
     client.db = caller.db;
     client.block = BlockState::Denied;
@@ -95,6 +117,8 @@ pub fn execute(
     outcome.last_lsn = client.last_lsn;
     drop(running);
     drop(held);
+    drop(announced);
+    scripting.busy.notify_changed();
     server.blocking.serve_ready(server, stats);
     outcome
 }
