@@ -115,7 +115,7 @@ fn queued_needs_memory(ctx: &Ctx<'_>, state: &crate::client::MultiState) -> bool
 /// calls a script: the connection then runs it on a blocking thread, since a
 /// script may run for long and a worker must never wait for one.
 pub fn exec_runs_script(ctx: &Ctx<'_>, args: &[&[u8]]) -> bool {
-    !ctx.client.off_worker && is(args[0], "exec") && queued_script(ctx.client)
+    ctx.client.multi.is_some() && !ctx.client.off_worker && is(args[0], "exec") && queued_script(ctx.client)
 }
 
 /// Whether the client is inside MULTI, not aborted, and queued a script.
