@@ -181,3 +181,18 @@ fn a_batch_may_select_another_database() {
     batch.command(&[b"SELECT", b"2"]).command(&[b"GET", b"k"]);
     assert_eq!(db.batch(&batch).expect("batch")[1], Reply::Bulk(b"in 2".to_vec()));
 }
+
+#[test]
+fn scripts_run_in_process_alone_and_in_a_batch() {
+    let dir = TempDir::new("scripts");
+    let db = open(&dir);
+    let incr: &[&[u8]] = &[b"EVAL", b"return redis.call('incr', KEYS[1])", b"1", b"n"];
+    assert_eq!(db.command(incr).expect("eval"), Reply::Int(1));
+    let mut batch = Batch::new();
+    batch.command(incr).incr("n").command(incr);
+    assert_eq!(db.batch(&batch).expect("batch"), vec![Reply::Int(2), Reply::Int(3), Reply::Int(4)]);
+    db.close().expect("close");
+    // The scripts' writes were logged: they survive a reopen.
+    let db = open(&dir);
+    assert_eq!(db.get("n").expect("get").as_deref(), Some(&b"4"[..]));
+}

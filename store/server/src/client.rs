@@ -189,6 +189,8 @@ pub struct Client {
     /// The client runs on a blocking thread, not on its worker: a script it
     /// calls runs right here.
     pub off_worker: bool,
+    /// EXEC is running this client's queued commands (it holds their shards).
+    pub in_exec: bool,
 }
 
 impl Client {
@@ -213,6 +215,7 @@ impl Client {
             wait_script: false,
             pending_exec: false,
             off_worker: false,
+            in_exec: false,
         }
     }
 

@@ -69,14 +69,13 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], by_sha: bool, read_only: bool
     Ok(())
 }
 
-/// Runs the script here: the client is off its worker (see
-/// `scripting::offload`). Inside EXEC (blocking commands denied) its writes
-/// join the transaction's record.
+/// Runs the script on this thread: the client is off its worker (see
+/// `scripting::offload`), or in process (the embedded database). Inside EXEC
+/// its writes join the transaction's record.
 fn run_inline(ctx: &mut Ctx<'_>, request: &ScriptRequest) {
     let caller = run::Caller { handle: ctx.client.handle.clone(), db: ctx.client.db, protocol: ctx.client.protocol };
-    let inside_exec = matches!(ctx.client.block, BlockState::Denied);
     let mut parent = ctx.client.txn_log.take();
-    let within = if inside_exec { run::Within::Exec(parent.as_mut()) } else { run::Within::Alone };
+    let within = if ctx.client.in_exec { run::Within::Exec(parent.as_mut()) } else { run::Within::Alone };
     let outcome = run::execute(ctx.server, ctx.stats, &caller, request, within);
     ctx.client.txn_log = parent;
     ctx.client.last_lsn = ctx.client.last_lsn.max(outcome.last_lsn);

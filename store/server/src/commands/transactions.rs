@@ -166,10 +166,12 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     if wal.is_some() {
         ctx.client.txn_log = Some(Vec::new());
     }
+    ctx.client.in_exec = true;
     for queued in &state.queued {
         let args: Vec<&[u8]> = queued.iter().map(Vec::as_slice).collect();
         dispatch(ctx, &args);
     }
+    ctx.client.in_exec = false;
     let logged = ctx.client.txn_log.take().unwrap_or_default();
     if let Some(wal) = wal {
         if let Err(e) = crate::persistence::logging::log_transaction(ctx, wal, logged) {
