@@ -32,6 +32,10 @@ pub enum Error {
     /// Any other error reply of the command (the server's message).
     #[error("{0}")]
     Server(String),
+    /// [`crate::Db::close`] while other handles of the directory are open:
+    /// it closes when the last of them is dropped.
+    #[error("{0} other handle(s) of the data directory are still open; it closes when the last is dropped")]
+    InUse(usize),
     /// A reply of a shape the typed call did not expect.
     #[error("unexpected reply: {0}")]
     UnexpectedReply(String),

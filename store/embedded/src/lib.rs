@@ -18,8 +18,9 @@
 //!
 //! # Layout
 //!
-//! - [`db`]: [`Db`]: open (lock, recover, background threads), close, and
-//!   [`Db::command`], the generic call everything else goes through.
+//! - [`db`]: [`Db`]: open (lock, recover, background threads), close,
+//!   handles on other databases ([`Db::select`]), and [`Db::command`], the
+//!   generic call everything else goes through.
 //! - [`ops`]: the typed calls (get, set, incr, del, exists, expire, ttl, ...).
 //! - [`batch`]: [`Batch`], several commands as one transaction (MULTI/EXEC).
 //! - [`options`]: [`DbOptions`] (tier, databases, snapshots) and [`SetOptions`].

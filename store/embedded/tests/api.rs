@@ -196,3 +196,27 @@ fn scripts_run_in_process_alone_and_in_a_batch() {
     let db = open(&dir);
     assert_eq!(db.get("n").expect("get").as_deref(), Some(&b"4"[..]));
 }
+
+#[test]
+fn select_gives_a_handle_on_another_database() {
+    let dir = TempDir::new("select");
+    let db = open(&dir);
+    let two = db.select(2).expect("select 2");
+    assert_eq!(two.index(), 2);
+    two.set("k", "in 2").expect("set in 2");
+    assert_eq!(two.incr("n").expect("incr in 2"), 1);
+    let mut batch = Batch::new();
+    batch.incr("n").command(&[b"GET", b"k"]);
+    assert_eq!(two.batch(&batch).expect("batch in 2"), vec![Reply::Int(2), Reply::Bulk(b"in 2".to_vec())]);
+    assert_eq!(db.get("k").expect("get in 0"), None);
+    assert_eq!(db.command(&[b"DBSIZE"]).expect("dbsize 0"), Reply::Int(0));
+    assert_eq!(two.command(&[b"DBSIZE"]).expect("dbsize 2"), Reply::Int(2));
+    assert!(matches!(db.select(16), Err(Error::Server(m)) if m == "ERR DB index is out of range"));
+
+    // Closing one handle while another is open closes nothing.
+    assert!(matches!(db.close(), Err(Error::InUse(1))));
+    assert_eq!(two.get("k").expect("still open").as_deref(), Some(&b"in 2"[..]));
+    two.close().expect("the last handle closes the directory");
+    let db = open(&dir);
+    assert_eq!(db.select(2).expect("select 2").get("k").expect("get").as_deref(), Some(&b"in 2"[..]));
+}
