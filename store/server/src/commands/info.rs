@@ -172,7 +172,7 @@ fn memory_section(server: &Server, out: &mut String) -> &'static str {
 
 /// Redis 7.0's scripting fields of the Memory section (no functions here).
 fn scripting_memory(server: &Server, out: &mut String) {
-    let lua = server.scripting.lua_bytes();
+    let lua = server.scripting.lua_memory.bytes();
     let scripts = server.scripting.cache.body_bytes();
     field!(out, "used_memory_lua", lua);
     field!(out, "used_memory_vm_eval", lua);

@@ -11,6 +11,8 @@ use mlua::{Function, Lua, LuaOptions, StdLib, Table};
 /// with a Lua "not enough memory" error instead of taking the server down.
 pub const MEMORY_LIMIT_BYTES: usize = 1 << 30;
 
+use super::lua_memory::{LuaMemory, Reported};
+
 const PRELUDE: &str = include_str!("prelude.lua");
 
 /// A thread's interpreter.
@@ -23,6 +25,8 @@ pub struct LuaEnv {
     functions: Table,
     /// The script cache generation these functions belong to (SCRIPT FLUSH).
     generation: u64,
+    /// What this interpreter added to a server's `used_memory_lua`.
+    reported: Option<Reported>,
 }
 
 thread_local! {
@@ -49,9 +53,15 @@ pub fn with_env<R>(generation: u64, f: impl FnOnce(&mut LuaEnv) -> R) -> mlua::R
     })
 }
 
-/// Bytes the interpreter of this thread uses (used_memory_lua), if it exists.
-pub fn used_memory() -> Option<usize> {
-    ENV.with(|cell| cell.borrow().as_ref().map(|env| env.lua.used_memory()))
+/// Reports the bytes this thread's interpreter uses into `total` (the
+/// server's `used_memory_lua`), if the thread has one.
+pub fn report_memory(total: &LuaMemory) {
+    ENV.with(|cell| {
+        if let Some(env) = cell.borrow_mut().as_mut() {
+            let bytes = env.lua.used_memory();
+            Reported::update(&mut env.reported, total, bytes);
+        }
+    });
 }
 
 impl LuaEnv {
@@ -77,7 +87,7 @@ impl LuaEnv {
         imp.raw_set("error_message", lua.create_function(|_, e: mlua::Error| Ok(error_message(&e)))?)?;
         lua.load(PRELUDE).set_name("@cairn_prelude").call::<()>((imp.clone(), getinfo))?;
         let functions = lua.create_table()?;
-        Ok(LuaEnv { lua, imp, functions, generation: 0 })
+        Ok(LuaEnv { lua, imp, functions, generation: 0, reported: None })
     }
 
     /// The compiled script `sha`, compiling `body` if needed. Err: Redis's

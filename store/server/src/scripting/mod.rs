@@ -11,6 +11,7 @@
 //! - [`lua_env`]: the sandboxed Lua 5.1 interpreter of each thread, with the
 //!   `redis` library of `prelude.lua`.
 //! - [`convert`]: reply ↔ Lua value conversions.
+//! - [`lua_memory`]: `used_memory_lua`, summed over the interpreters.
 //! - [`run`]: running one script atomically (every shard held), its
 //!   commands through the dispatcher, its writes logged as one record.
 //!
@@ -27,6 +28,7 @@ pub mod cache;
 pub mod convert;
 pub mod gate;
 pub mod lua_env;
+pub mod lua_memory;
 pub mod offload;
 pub mod quiesce;
 pub mod run;
@@ -43,8 +45,8 @@ pub struct Scripting {
     pub busy: Arc<busy::Busy>,
     /// Scripts pending, and which workers are inside a batch of commands.
     pub quiesce: quiesce::Quiesce,
-    /// Bytes the interpreter that ran the last script used (used_memory_lua).
-    lua_bytes: std::sync::atomic::AtomicUsize,
+    /// used_memory_lua: the bytes of every interpreter, summed.
+    pub lua_memory: lua_memory::LuaMemory,
 }
 
 impl Scripting {
@@ -53,7 +55,7 @@ impl Scripting {
             cache: cache::ScriptCache::default(),
             busy: Arc::default(),
             quiesce: quiesce::Quiesce::new(workers),
-            lua_bytes: std::sync::atomic::AtomicUsize::new(0),
+            lua_memory: lua_memory::LuaMemory::default(),
         }
     }
 
@@ -72,14 +74,6 @@ impl Scripting {
     /// Waits until no script is pending, or the running one is past `busy-reply-threshold`.
     pub async fn wait(&self, threshold_ms: &std::sync::atomic::AtomicU64) {
         self.busy.wait(&self.quiesce, threshold_ms).await;
-    }
-
-    pub fn lua_bytes(&self) -> usize {
-        self.lua_bytes.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    pub fn set_lua_bytes(&self, bytes: usize) {
-        self.lua_bytes.store(bytes, std::sync::atomic::Ordering::Relaxed);
     }
 }
 

@@ -132,9 +132,7 @@ fn run_lua(ctx: &mut Ctx<'_>, request: &ScriptRequest, out: &mut ReplyWriter<'_>
     if let Err(e) = result {
         out.error(&format!("ERR Error running script {}, {e}", request.sha));
     }
-    if let Some(bytes) = super::lua_env::used_memory() {
-        scripting.set_lua_bytes(bytes);
-    }
+    super::lua_env::report_memory(&scripting.lua_memory);
 }
 
 /// What the functions a script calls share.
