@@ -106,7 +106,7 @@ fn a_native_request_during_a_busy_script_gets_busy_and_the_script_can_still_be_k
 
     let mut runner = server.client();
     runner.send_raw(&Client::encode(&[b"EVAL", FOREVER, b"0"]));
-    std::thread::sleep(Duration::from_millis(150));
+    std::thread::sleep(Duration::from_millis(300));
     match native.get(b"k") {
         FrameSummary::Error(message) => assert!(message.starts_with("BUSY"), "{message}"),
         other => panic!("a native GET during a busy script answered {other:?}"),
@@ -123,11 +123,11 @@ fn a_native_request_before_the_threshold_waits_for_the_script() {
     control.cmd(&["SET", "k", "v"]);
     let mut native = Native::connect(native_addr);
     let mut runner = server.client();
-    // Busy for about 200 ms, then done (default threshold: 5 s).
+    // Busy for about 600 ms, then done (default threshold: 5 s).
     let script = "local t = redis.call('time'); local start = t[1] * 1000000 + t[2]; \
-                  repeat t = redis.call('time') until t[1] * 1000000 + t[2] - start > 200000; return 'done'";
+                  repeat t = redis.call('time') until t[1] * 1000000 + t[2] - start > 600000; return 'done'";
     runner.send_raw(&Client::encode(&[b"EVAL", script.as_bytes(), b"0"]));
-    std::thread::sleep(Duration::from_millis(50));
+    std::thread::sleep(Duration::from_millis(200));
     let asked = Instant::now();
     assert!(matches!(native.get(b"k"), FrameSummary::Value));
     assert!(asked.elapsed() >= Duration::from_millis(100), "the GET did not wait: {:?}", asked.elapsed());
@@ -194,9 +194,9 @@ fn commands_racing_a_script_start_never_stall_their_worker() {
         let mut runner = server.client();
         runner.send_raw(&Client::encode(&[b"EVAL", FOREVER, b"0"]));
         // Past the threshold every hammer gets BUSY at once, on either worker.
-        std::thread::sleep(Duration::from_millis(300));
-        let stalled = hammers.stalled(Duration::from_millis(150));
-        assert!(stalled.is_empty(), "round {round}: hammers {stalled:?} got no reply for 150 ms: a worker is stalled");
+        std::thread::sleep(Duration::from_millis(500));
+        let stalled = hammers.stalled(Duration::from_millis(250));
+        assert!(stalled.is_empty(), "round {round}: hammers {stalled:?} got no reply for 250 ms: a worker is stalled");
         kill_script(&mut control, &mut runner);
     }
     hammers.stop();
@@ -227,7 +227,7 @@ fn a_script_inside_exec_runs_off_the_worker() {
     assert_eq!(runner.cmd(&["SET", "before", "1"]), simple("QUEUED"));
     assert_eq!(runner.cmd(&["EVAL", "while true do end", "0"]), simple("QUEUED"));
     runner.send_raw(&Client::encode(&[b"EXEC"]));
-    std::thread::sleep(Duration::from_millis(150));
+    std::thread::sleep(Duration::from_millis(300));
     // The one worker still answers while the transaction's script runs.
     assert!(is_busy(&control.cmd(&["GET", "before"])));
     assert_eq!(control.cmd(&["SCRIPT", "KILL"]), simple("OK"));
