@@ -258,3 +258,25 @@ fn exec_of_a_queued_script_over_the_native_protocol_runs_it() {
     let mut control = server.client();
     assert_eq!(control.cmd(&["GET", "n"]), bulk("1"));
 }
+
+#[test]
+fn a_pipeline_goes_on_after_an_offloaded_exec() {
+    let server = TestServer::start_with(|c| c.threads = Some(1));
+    let mut c = server.client();
+    let mut pipeline = Vec::new();
+    for command in [
+        &[&b"MULTI"[..]][..],
+        &[b"SET", b"a", b"1"],
+        &[b"EVAL", b"return redis.call('incr', KEYS[1])", b"1", b"a"],
+        &[b"EXEC"],
+        &[b"GET", b"a"],
+    ] {
+        pipeline.extend_from_slice(&Client::encode(command));
+    }
+    c.send_raw(&pipeline);
+    assert_eq!(c.read(), simple("OK"));
+    assert_eq!(c.read(), simple("QUEUED"));
+    assert_eq!(c.read(), simple("QUEUED"));
+    assert_eq!(c.read(), OwnedFrame::Array { data: vec![simple("OK"), common::int(2)], attributes: None });
+    assert_eq!(c.read(), bulk("2"));
+}
