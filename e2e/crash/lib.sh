@@ -94,11 +94,15 @@ parse_args() {
   done
 }
 
-# A free loopback port in 20000..59999.
+# A free loopback port below the kernel's ephemeral range (so that no outgoing
+# connection, such as a writer's, holds it as its local port), from 20000 up.
 pick_port() {
-  local port
+  local port low=32768 span
+  read -r low _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+  span=$(( low - 20000 ))
+  [ "$span" -ge 1000 ] || span=10000
   for _ in $(seq 1 100); do
-    port=$(( 20000 + RANDOM % 40000 ))
+    port=$(( 20000 + RANDOM % span ))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
       echo "$port"; return 0
     fi
@@ -108,7 +112,7 @@ pick_port() {
 
 SERVER_PID=""
 
-start_server() {
+launch_server() {
   local cmd=("$SERVER")
   if [ "$SERVER_KIND" = redis ]; then
     cmd+=(--port "$PORT" --bind 127.0.0.1 --dir "$DATA_DIR")
@@ -122,13 +126,36 @@ start_server() {
   # No backtraces in the log: a start-up error must show as its message.
   RUST_BACKTRACE=0 RUST_LIB_BACKTRACE=0 "${cmd[@]}" >>"$WORK/server.log" 2>&1 &
   SERVER_PID=$!
-  if ! "$CRASHTEST" ping --addr "127.0.0.1:$PORT" --timeout 120 >>"$WORK/harness.log" 2>&1; then
-    echo "server did not become ready; last lines of its log (and of the harness's):" >&2
-    tail -20 "$WORK/server.log" >&2
-    tail -5 "$WORK/harness.log" >&2
-    ss -tanp 2>/dev/null | grep -E ":$PORT\b" >&2 || true
-    exit 3
-  fi
+}
+
+# Starts the server on $PORT and waits until it answers; if the port turns out
+# to be taken (another process bound it after pick_port), moves to another one.
+start_server() {
+  local attempt
+  for attempt in 1 2 3 4 5; do
+    launch_server
+    if wait_ready; then return 0; fi
+    if ! kill -0 "$SERVER_PID" 2>/dev/null && tail -5 "$WORK/server.log" | grep -q "Address already in use"; then
+      PORT=$(pick_port)
+      echo "--- the port was taken; attempt $((attempt + 1)) on port $PORT" >>"$WORK/server.log"
+      continue
+    fi
+    break
+  done
+  echo "server did not become ready; last lines of its log (and of the harness's):" >&2
+  tail -20 "$WORK/server.log" >&2
+  tail -5 "$WORK/harness.log" >&2
+  ss -tanp 2>/dev/null | grep -E ":$PORT\b" >&2 || true
+  exit 3
+}
+
+# Waits up to 120 s for PONG, giving up early when the server has exited.
+wait_ready() {
+  for _ in $(seq 1 120); do
+    if "$CRASHTEST" ping --addr "127.0.0.1:$PORT" --timeout 1 >>"$WORK/harness.log" 2>&1; then return 0; fi
+    kill -0 "$SERVER_PID" 2>/dev/null || return 1
+  done
+  return 1
 }
 
 kill9_server() {
