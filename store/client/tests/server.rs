@@ -121,6 +121,50 @@ async fn generic_command_and_errors() {
     assert_eq!(conn.command(&["ECHO", "after"]).await.unwrap(), b"$5\r\nafter\r\n");
 }
 
+/// A typed GET is served without the command dispatcher when the client is
+/// in the plain state (server `native/typed.rs`). What the client gets and
+/// what the server records must be exactly what GET sent as a command gives.
+#[tokio::test(flavor = "current_thread")]
+async fn typed_get_answers_and_counts_as_the_get_command() {
+    let server = Server::start(|_| {});
+    let conn = server.connect().await;
+    let observer = server.connect().await;
+    conn.set("s", "v").await.unwrap();
+    conn.command(&["HSET", "h", "f", "v"]).await.unwrap();
+    conn.set_with("short", "x", SetOptions::ttl(Duration::from_millis(1))).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    conn.command(&["CONFIG", "RESETSTAT"]).await.unwrap();
+
+    assert_eq!(conn.get("s").await.unwrap().as_deref(), Some(&b"v"[..]));
+    let list = String::from_utf8(observer.command(&["CLIENT", "LIST"]).await.unwrap()).unwrap();
+    let line = list.lines().find(|l| l.contains(&format!("id={} ", conn.client_id()))).expect("listed");
+    assert!(line.contains(" cmd=get "), "the typed GET is the client's last command: {line}");
+    assert_eq!(conn.command(&["GET", "s"]).await.unwrap(), b"$1\r\nv\r\n");
+    assert_eq!(conn.get("missing").await.unwrap(), None);
+    assert_eq!(conn.get("short").await.unwrap(), None, "expired on access");
+    let typed = conn.get("h").await.unwrap_err();
+    let generic = conn.command(&["GET", "h"]).await.unwrap_err();
+    assert_eq!(typed.status(), Some(Status::WrongType), "{typed}");
+    assert_eq!(typed.to_string(), generic.to_string());
+
+    let info = String::from_utf8(observer.command(&["INFO", "all"]).await.unwrap()).unwrap();
+    let field = |name: &str| {
+        let line = info.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{name} in INFO"));
+        line.trim_end().to_string()
+    };
+    // 4 typed GETs and 2 sent as commands; 2 WRONGTYPE replies; hits: s twice; misses: missing, short.
+    assert!(field("cmdstat_get:").starts_with("cmdstat_get:calls=6,"), "{}", field("cmdstat_get:"));
+    assert!(field("cmdstat_get:").ends_with("failed_calls=2"), "{}", field("cmdstat_get:"));
+    assert_eq!(field("keyspace_hits:"), "keyspace_hits:2");
+    assert_eq!(field("keyspace_misses:"), "keyspace_misses:2");
+    assert!(field("errorstat_WRONGTYPE:").starts_with("errorstat_WRONGTYPE:count=2"));
+
+    // Inside MULTI a typed GET is queued like any command, not run.
+    assert_eq!(conn.command(&["MULTI"]).await.unwrap(), b"+OK\r\n");
+    assert_eq!(conn.get("s").await.unwrap().as_deref(), Some(&b"QUEUED"[..]));
+    assert_eq!(conn.command(&["EXEC"]).await.unwrap(), b"*1\r\n$1\r\nv\r\n");
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn batches() {
     let server = Server::start(|_| {});

@@ -5,7 +5,7 @@
 use crate::cursor::Cursor;
 use crate::error::DecodeError;
 use crate::limits::Limits;
-use crate::op::{decode_op, DecodedOp};
+use crate::op::{decode_op, DecodedOp, Op};
 
 /// A list of byte strings, either decoded ([`ByteList`]) or given by a
 /// caller to encode (`&[&[u8]]`).
@@ -103,6 +103,8 @@ impl ExactSizeIterator for ByteListIter<'_> {}
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OpList<'a> {
     count: usize,
+    /// How many are generic COMMAND operations.
+    generic: usize,
     raw: &'a [u8],
     limits: Limits,
 }
@@ -116,10 +118,19 @@ impl<'a> OpList<'a> {
             return Err(DecodeError::BatchSize { count, max });
         }
         let start = cursor.position();
+        let mut generic = 0;
         for _ in 0..count {
-            decode_op(cursor, limits)?;
+            if matches!(decode_op(cursor, limits)?, Op::Command { .. }) {
+                generic += 1;
+            }
         }
-        Ok(OpList { count: count as usize, raw: cursor.since(start), limits: *limits })
+        Ok(OpList { count: count as usize, generic, raw: cursor.since(start), limits: *limits })
+    }
+
+    /// Whether any operation is a generic COMMAND operation (the typed ones
+    /// name their command, so a server need not look at them to know it).
+    pub fn has_generic(&self) -> bool {
+        self.generic > 0
     }
 
     pub fn len(&self) -> usize {

@@ -183,6 +183,8 @@ fn batches_round_trip() {
         let Body::Batch(list) = decode_whole(&wire).body else { panic!("not a batch") };
         let decoded: Vec<Owned> = list.iter().map(|op| own_decoded(&op)).collect();
         assert_eq!(decoded, ops);
+        let generic = ops.iter().any(|op| matches!(op, Owned::Command(_)));
+        assert_eq!(list.has_generic(), generic, "batch {i}");
     }
 }
 

@@ -174,7 +174,7 @@ fn getkeys(ctx: &mut Ctx<'_>, full: &[&[u8]]) -> CmdResult {
     if !spec.arity_ok(full.len()) {
         return Err(CmdError::Static("ERR Invalid number of arguments specified for command"));
     }
-    let positions = if spec.flags & table::RUNS_SCRIPT != 0 {
+    let positions = if spec.runs_script() {
         // EVAL's keys follow its numkeys argument.
         super::scripting::key_positions(full)
             .map_err(|_| CmdError::Static("ERR Invalid arguments specified for command"))?

@@ -29,6 +29,7 @@ pub mod strings;
 pub mod table;
 pub mod timing;
 pub mod transactions;
+pub mod typed;
 pub mod zsets;
 
 use cairn_protocol::ReplyWriter;

@@ -46,6 +46,11 @@ pub struct CommandSpec {
 }
 
 impl CommandSpec {
+    /// Whether the command runs a Lua script (EVAL and its kin).
+    pub fn runs_script(&self) -> bool {
+        self.flags & RUNS_SCRIPT != 0
+    }
+
     pub fn arity_ok(&self, argc: usize) -> bool {
         let argc = argc as i32;
         if self.arity >= 0 {
@@ -213,6 +218,11 @@ fn index() -> &'static NameIndex {
 
 /// Finds a command by name, ignoring case, without allocating.
 #[inline]
+/// Whether `name` is a command that runs a Lua script.
+pub fn names_script(name: &[u8]) -> bool {
+    lookup(name).is_some_and(|index| spec(index).runs_script())
+}
+
 pub fn lookup(name: &[u8]) -> Option<usize> {
     let mut buf = [0u8; 32];
     if name.len() > buf.len() {

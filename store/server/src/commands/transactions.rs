@@ -191,10 +191,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
 }
 
 fn runs_script(state: &MultiState) -> bool {
-    state
-        .queued
-        .iter()
-        .any(|queued| lookup(&queued[0]).is_some_and(|index| spec(index).flags & super::table::RUNS_SCRIPT != 0))
+    state.queued.iter().any(|queued| super::table::names_script(&queued[0]))
 }
 
 /// The sorted shard indexes the queued commands need: what the write path
@@ -207,7 +204,7 @@ fn shards_for(ctx: &Ctx<'_>, state: &MultiState) -> Vec<usize> {
     for queued in &state.queued {
         let Some(index) = lookup(&queued[0]) else { continue };
         let spec = spec(index);
-        if spec.flags & super::table::RUNS_SCRIPT != 0 {
+        if spec.runs_script() {
             return (0..keyspace.num_shards()).collect();
         }
         if spec.key_positions(queued.len()).is_empty() && spec.flags & (super::table::WRITE | R) == 0 {

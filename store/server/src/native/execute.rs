@@ -98,6 +98,11 @@ fn outcome(exec: &mut Exec<'_>, op: &DecodedOp<'_>, durable: bool, out: &mut Vec
             return;
         }
     }
+    if let Op::Get { key } = *op {
+        if super::typed::get(exec, key, out) {
+            return;
+        }
+    }
     let generic = matches!(op, Op::Command { .. });
     if let Op::Command { args } = op {
         if args.iter().next().is_some_and(refused::is_refused) {

@@ -25,5 +25,6 @@ pub mod scripts;
 pub mod serve;
 pub mod session;
 pub mod translate;
+pub mod typed;
 
 pub use serve::serve;

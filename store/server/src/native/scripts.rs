@@ -4,7 +4,7 @@
 use cairn_native::{Body, DecodedOp, Op};
 
 use crate::client::Client;
-use crate::commands::table::{self, RUNS_SCRIPT};
+use crate::commands::table;
 use crate::commands::transactions;
 
 /// Whether running the frame would start a script: an EVAL-like command, or
@@ -12,7 +12,7 @@ use crate::commands::transactions;
 pub fn calls_script(body: &Body<'_>, client: &Client) -> bool {
     match body {
         Body::Request(op) => op_calls_script(op, client),
-        Body::Batch(ops) => ops.iter().any(|op| op_calls_script(&op, client)),
+        Body::Batch(ops) => ops.has_generic() && ops.iter().any(|op| op_calls_script(&op, client)),
         _ => false,
     }
 }
@@ -20,8 +20,5 @@ pub fn calls_script(body: &Body<'_>, client: &Client) -> bool {
 fn op_calls_script(op: &DecodedOp<'_>, client: &Client) -> bool {
     let Op::Command { args } = op else { return false };
     let Some(name) = args.iter().next() else { return false };
-    match table::lookup(name) {
-        Some(index) if table::spec(index).flags & RUNS_SCRIPT != 0 => true,
-        _ => crate::commands::is(name, "exec") && transactions::queued_script(client),
-    }
+    table::names_script(name) || (crate::commands::is(name, "exec") && transactions::queued_script(client))
 }
