@@ -16,7 +16,7 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+free_port() { python3 "$(dirname "$0")/../lib/ports.py"; }
 # Waits until the server answers DBSIZE with a number: PING answers while a server is still
 # loading its data, DBSIZE answers -LOADING until it is done.
 wait_ready() {

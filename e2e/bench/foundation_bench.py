@@ -76,6 +76,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import ports  # noqa: E402  (e2e/lib/ports.py: ports below the ephemeral range)
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SECTION_BEGIN = "<!-- foundation-bench:begin -->"
 SECTION_END = "<!-- foundation-bench:end -->"
@@ -255,9 +258,7 @@ def die_with_parent() -> None:
 
 
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return ports.free_port("127.0.0.1")
 
 
 def start_server(spec: ServerSpec, cpus: str) -> Server:

@@ -50,6 +50,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
+import ports  # noqa: E402  (e2e/lib/ports.py: ports below the ephemeral range)
 
 REPO = Path(__file__).resolve().parents[2]
 COMPAT_DIR = REPO / "e2e" / "compat"
@@ -146,9 +148,7 @@ def save_baseline(baseline: dict) -> None:
 
 
 def free_loopback_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return sock.getsockname()[1]
+    return ports.free_port(HOST)
 
 
 def server_command(kind: str, port: int, data_dir: Path, cairn_bin: Path) -> list[str]:

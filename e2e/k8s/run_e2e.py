@@ -20,6 +20,9 @@ import sys
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import ports  # noqa: E402  (e2e/lib/ports.py: ports below the ephemeral range)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEADLINE_S = 60
 
@@ -109,9 +112,7 @@ current-context: mock
         self.check("CRDs applied", names == ["kvstorebenchmarks.cairn.io", "kvstores.cairn.io"], names)
         self.kubectl(*apply, os.path.join(examples, "kvstore-dev.yaml"))
 
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            metrics_port = s.getsockname()[1]
+        metrics_port = ports.free_port("127.0.0.1")
         env = dict(os.environ, KUBECONFIG=self.kubeconfig, POD_NAME="cairn-operator-e2e")
         operator = self.start("operator", [a.operator, "--metrics-addr", f"127.0.0.1:{metrics_port}",
                                            "--log-format", "text", "--log-level", "info,cairn_operator=debug",

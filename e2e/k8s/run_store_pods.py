@@ -24,15 +24,15 @@ import urllib.error
 import urllib.request
 
 import yaml
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import ports  # noqa: E402  (e2e/lib/ports.py: ports below the ephemeral range)
 
 DEADLINE_S = 60
 DUMMY_PASSWORD = "e2e-secret"
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return ports.free_port("127.0.0.1")
 
 
 def http_status(port: int, path: str) -> int:

@@ -24,6 +24,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
+import ports  # noqa: E402  (e2e/lib/ports.py: ports below the ephemeral range)
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
@@ -31,9 +33,7 @@ RATE_WINDOW = "15s"  # $__rate_interval: 15 scrapes at 1 s
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return sock.getsockname()[1]
+    return ports.free_port(HOST)
 
 
 def http_get(url: str, timeout: float = 5.0, accept: str | None = None) -> str:

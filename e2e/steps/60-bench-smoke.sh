@@ -21,7 +21,7 @@ if ! "$BIN/cairn" --help 2>&1 | grep -q -- "--durability"; then
   echo "bench smoke: cairn has no --durability yet; skipping the kill -9 audit"
   exit 0
 fi
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(python3 e2e/lib/ports.py)  # below the ephemeral range: see e2e/lib/ports.py
 start_cairn() {
   "$BIN/cairn" --port "$port" --bind 127.0.0.1 --data-dir "$out/data" --admin-port 0 --native-port 0 --durability sync > "$out/cairn.log" 2>&1 &
   pids+=($!)

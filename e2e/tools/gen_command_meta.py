@@ -57,6 +57,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import ports  # noqa: E402  (e2e/lib/ports.py: ports below the ephemeral range)
+
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = REPO / "store/server/src/commands/redis_meta.json"
 
@@ -183,9 +186,7 @@ class Conn:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return ports.free_port("127.0.0.1")
 
 
 def start_redis(binary: str, workdir: str) -> tuple[subprocess.Popen, int]:
