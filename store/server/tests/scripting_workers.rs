@@ -51,8 +51,17 @@ impl Native {
     }
 
     fn get(&mut self, key: &[u8]) -> FrameSummary {
+        self.request(&OpRef::Get { key })
+    }
+
+    /// Any command, as a generic COMMAND operation.
+    fn command(&mut self, args: &[&[u8]]) -> FrameSummary {
+        self.request(&OpRef::Command { args })
+    }
+
+    fn request(&mut self, op: &OpRef<'_>) -> FrameSummary {
         let mut frame = Vec::new();
-        encode::request(&mut frame, 2, 0, &OpRef::Get { key });
+        encode::request(&mut frame, 2, 0, op);
         self.stream.write_all(&frame).expect("write");
         self.read_frame()
     }
@@ -207,11 +216,7 @@ fn eval_over_the_native_protocol_runs_the_script() {
     let server = TestServer::start_with(|c| c.threads = Some(1));
     let native_addr = server.running.as_ref().expect("running").native_addr.expect("native port");
     let mut native = Native::connect(native_addr);
-    let mut frame = Vec::new();
-    let args: &[&[u8]] = &[b"EVAL", b"return redis.call('incr', KEYS[1])", b"1", b"n"];
-    encode::request(&mut frame, 3, 0, &OpRef::Command { args });
-    native.stream.write_all(&frame).expect("write");
-    let summary = native.read_frame();
+    let summary = native.command(&[b"EVAL", b"return redis.call('incr', KEYS[1])", b"1", b"n"]);
     assert!(matches!(summary, FrameSummary::Value), "{summary:?}");
     let mut control = server.client();
     assert_eq!(control.cmd(&["GET", "n"]), bulk("1"));
@@ -246,15 +251,10 @@ fn exec_of_a_queued_script_over_the_native_protocol_runs_it() {
     let server = TestServer::start_with(|c| c.threads = Some(1));
     let native_addr = server.running.as_ref().expect("running").native_addr.expect("native port");
     let mut native = Native::connect(native_addr);
-    let mut command = |args: &[&[u8]]| {
-        let mut frame = Vec::new();
-        encode::request(&mut frame, 4, 0, &OpRef::Command { args });
-        native.stream.write_all(&frame).expect("write");
-        native.read_frame()
-    };
-    assert!(matches!(command(&[b"MULTI"]), FrameSummary::Value));
-    assert!(matches!(command(&[b"EVAL", b"return redis.call('incr', KEYS[1])", b"1", b"n"]), FrameSummary::Value));
-    assert!(matches!(command(&[b"EXEC"]), FrameSummary::Value));
+    assert!(matches!(native.command(&[b"MULTI"]), FrameSummary::Value));
+    let eval: &[&[u8]] = &[b"EVAL", b"return redis.call('incr', KEYS[1])", b"1", b"n"];
+    assert!(matches!(native.command(eval), FrameSummary::Value));
+    assert!(matches!(native.command(&[b"EXEC"]), FrameSummary::Value));
     let mut control = server.client();
     assert_eq!(control.cmd(&["GET", "n"]), bulk("1"));
 }
