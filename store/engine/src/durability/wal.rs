@@ -460,6 +460,8 @@ impl Shared {
             _ => Duration::from_millis(100),
         };
         let mut last_sync = Instant::now();
+        // Records the previous round covered.
+        let mut last_round = 0;
         while !self.stop.load(Ordering::Acquire) {
             if self.appends_wake_syncer {
                 self.wait_for_data(tick);
@@ -471,11 +473,18 @@ impl Shared {
                 Tier::Everysec => last_sync.elapsed() >= Duration::from_secs(1) || wanted,
                 _ => true,
             };
-            if self.tier == Tier::Sync {
+            let gathers = self.tier == Tier::Sync && self.syncers == 1;
+            if gathers {
+                self.gather_expected(last_round);
+            } else if self.tier == Tier::Sync {
                 self.let_busy_appenders_finish();
             }
             let round_started = Instant::now();
+            let before = self.durable.load(Ordering::Acquire);
             self.round(due, index);
+            if gathers {
+                last_round = self.expect_next_round(before);
+            }
             if due {
                 last_sync = round_started;
             }
@@ -561,13 +570,39 @@ impl Shared {
         self.gather();
         let before = self.durable.load(Ordering::Acquire);
         self.round(true, 0);
-        let durable = self.durable.load(Ordering::Acquire);
-        // The callers this round covers usually write again at once, and the
-        // records buffered now (written during the round) wait for the next
-        // one: the next round is expected to cover both.
-        let expected = self.buffer.lock().next_lsn - 1 + durable.saturating_sub(before);
+        let _covered = self.expect_next_round(before);
+        self.committers.end_lead(self.durable.load(Ordering::Acquire));
+    }
+
+    /// After a round that started with the log durable through `before`:
+    /// the writers it covered usually write again at once, and the records
+    /// buffered now (written during the round) wait for the next one, so the
+    /// next round is expected to cover both (see [`Shared::gather`]).
+    /// Returns how many records the round covered.
+    fn expect_next_round(&self, before: Lsn) -> u64 {
+        let covered = self.durable.load(Ordering::Acquire).saturating_sub(before);
+        let expected = self.buffer.lock().next_lsn - 1 + covered;
         self.gather_until.store(expected, Ordering::Release);
-        self.committers.end_lead(durable);
+        covered
+    }
+
+    /// Before a `sync`-tier syncer round takes the buffer: lets busy workers
+    /// finish their batch, then gathers the writers the previous round
+    /// covered (expected back with their next write, see
+    /// [`Shared::expect_next_round`]), each for at most
+    /// [`BUSY_APPENDERS_MAX`] and [`GATHER_MAX`]. Without the gathering, N
+    /// clients writing in a loop split into groups that take turns, each
+    /// write waiting about two fdatasyncs. A lone writer (the previous round
+    /// covered one record, and the one expected is buffered) has nothing to
+    /// wait for: its round starts at once, without the two context switches
+    /// that letting its worker finish first costs.
+    fn gather_expected(&self, last_round: u64) {
+        let expected_here = self.buffer.lock().next_lsn > self.gather_until.load(Ordering::Acquire);
+        if expected_here && last_round <= 1 {
+            return;
+        }
+        self.let_busy_appenders_finish();
+        self.gather();
     }
 
     /// Before a caller round takes the buffer: waits, at most [`GATHER_MAX`],
