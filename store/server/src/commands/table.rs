@@ -216,13 +216,13 @@ fn index() -> &'static NameIndex {
     })
 }
 
-/// Finds a command by name, ignoring case, without allocating.
-#[inline]
 /// Whether `name` is a command that runs a Lua script.
 pub fn names_script(name: &[u8]) -> bool {
     lookup(name).is_some_and(|index| spec(index).runs_script())
 }
 
+/// Finds a command by name, ignoring case, without allocating.
+#[inline]
 pub fn lookup(name: &[u8]) -> Option<usize> {
     let mut buf = [0u8; 32];
     if name.len() > buf.len() {
