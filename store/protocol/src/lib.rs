@@ -18,5 +18,5 @@ pub mod reply;
 pub mod request;
 
 pub use limits::Limits;
-pub use reply::{ProtocolVersion, ReplyWriter};
+pub use reply::{ErrorCode, ProtocolVersion, ReplyWriter};
 pub use request::{parse_request, Argv, ParseError, Parsed};

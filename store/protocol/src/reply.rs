@@ -32,7 +32,8 @@ pub struct ErrorCode {
 }
 
 impl ErrorCode {
-    fn of(message: &str) -> Self {
+    /// The code of error message `message`: its first word.
+    pub fn of(message: &str) -> Self {
         let word = message.split(' ').next().unwrap_or("ERR");
         let mut bytes = [0u8; 32];
         let len = word.len().min(32);

@@ -8,6 +8,8 @@ use cairn_engine::{Entry, StrValue, Table, Value};
 use cairn_engine::events as ev;
 
 use super::{int_arg, is, CmdError, CmdResult, Ctx};
+use crate::server::Server;
+use crate::stats::WorkerStats;
 
 /// The string inside a value, or WRONGTYPE.
 #[allow(unreachable_patterns)]
@@ -45,17 +47,33 @@ fn proto_max_bulk_len(ctx: &Ctx<'_>) -> usize {
 const TOO_BIG: CmdError = CmdError::Static("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
 
 pub fn get(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let db = ctx.db();
-    let mut shard = ctx.server.keyspace.lock_key(args[1]);
-    match lookup_str(shard.db(db), args[1], ctx.now_ms)? {
+    let out = &mut ctx.out;
+    read_string(ctx.server, ctx.stats, ctx.client.db, args[1], ctx.now_ms, |value| match value {
+        Some(bytes) => out.bulk(bytes),
+        None => out.null_bulk(),
+    })
+}
+
+/// GET's work, whatever the reply format: hands `reply` the string stored
+/// under `key` in database `db` (`None` when absent), with the shard locked,
+/// and counts the keyspace hit or miss. WRONGTYPE for other types.
+pub fn read_string(
+    server: &Server,
+    stats: &WorkerStats,
+    db: usize,
+    key: &[u8],
+    now_ms: u64,
+    reply: impl FnOnce(Option<&[u8]>),
+) -> CmdResult {
+    let mut shard = server.keyspace.lock_key(key);
+    match lookup_str(shard.db(db), key, now_ms)? {
         Some(entry) => {
-            ctx.stats.keyspace_hits.add(1);
-            let s = as_str(&entry.value)?;
-            s.with_bytes(|b| ctx.out.bulk(b));
+            stats.keyspace_hits.add(1);
+            as_str(&entry.value)?.with_bytes(|b| reply(Some(b)));
         }
         None => {
-            ctx.stats.keyspace_misses.add(1);
-            ctx.out.null_bulk();
+            stats.keyspace_misses.add(1);
+            reply(None);
         }
     }
     Ok(())

@@ -7,10 +7,11 @@
 
 use cairn_native::reply::{put_error, put_ok};
 use cairn_native::Value;
+use cairn_protocol::ErrorCode;
 
 use super::execute::Exec;
 use super::translate::status_of;
-use crate::commands::strings::{as_str, lookup_str};
+use crate::commands::strings::read_string;
 use crate::commands::typed::{get_index, record_run, shortcut_allowed};
 
 /// GET `key`; false when the generic path must run it.
@@ -19,26 +20,15 @@ pub fn get(exec: &mut Exec<'_>, key: &[u8], out: &mut Vec<u8>) -> bool {
         return false;
     }
     let started = exec.clock.mark();
-    let result = {
-        let mut shard = exec.server.keyspace.lock_key(key);
-        match lookup_str(shard.db(exec.client.db), key, exec.now_ms) {
-            Ok(Some(entry)) => {
-                exec.stats.keyspace_hits.add(1);
-                as_str(&entry.value).map(|s| s.with_bytes(|bytes| put_ok(out, &Value::Bytes(bytes))))
-            }
-            Ok(None) => {
-                exec.stats.keyspace_misses.add(1);
-                put_ok(out, &Value::Nil);
-                Ok(())
-            }
-            Err(e) => Err(e),
-        }
-    };
+    let result = read_string(exec.server, exec.stats, exec.client.db, key, exec.now_ms, |value| match value {
+        Some(bytes) => put_ok(out, &Value::Bytes(bytes)),
+        None => put_ok(out, &Value::Nil),
+    });
     let error = result.err().map(|e| e.message("get"));
     if let Some(message) = &error {
         put_error(out, status_of(message.as_bytes()), message.as_bytes());
     }
-    let code = error.as_deref().map(|m| m.split(' ').next().unwrap_or("ERR"));
-    record_run(exec.client, exec.stats, &mut exec.clock, get_index(), started, code);
+    let code = error.as_deref().map(ErrorCode::of);
+    record_run(exec.client, exec.stats, &mut exec.clock, get_index(), started, code.as_ref().map(ErrorCode::as_str));
     true
 }
