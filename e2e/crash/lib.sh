@@ -95,19 +95,10 @@ parse_args() {
 }
 
 # A free loopback port below the kernel's ephemeral range (so that no outgoing
-# connection, such as a writer's, holds it as its local port), from 20000 up.
+# connection, such as a writer's, holds it as its local port): the rule every
+# harness shares, in e2e/lib/ports.py.
 pick_port() {
-  local port low=32768 span
-  read -r low _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
-  span=$(( low - 20000 ))
-  [ "$span" -ge 1000 ] || span=10000
-  for _ in $(seq 1 100); do
-    port=$(( 20000 + RANDOM % span ))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-      echo "$port"; return 0
-    fi
-  done
-  echo "no free port found" >&2; return 1
+  python3 "$CRASH_ROOT/e2e/lib/ports.py"
 }
 
 SERVER_PID=""

@@ -3,6 +3,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use hashbrown::hash_map::EntryRef;
 use hashbrown::HashMap;
 
 use crate::entry::{Entry, NO_EXPIRY};
@@ -41,9 +42,7 @@ impl Table {
     /// Raises a keyspace event about `key` (see [`KeyEvents::emit`]).
     #[inline]
     pub fn emit(&self, class: u32, event: &str, key: &[u8]) {
-        if let Some(ev) = &self.events {
-            ev.emit(class, event, self.db, key);
-        }
+        emit_to(&self.events, self.db, class, event, key);
     }
 
     /// Number of keys, including expired keys not yet reclaimed.
@@ -61,14 +60,21 @@ impl Table {
     }
 
     /// Looks a key up for reading or in-place modification, deleting it first
-    /// if it has expired (lazy expiry).
+    /// if it has expired (lazy expiry). One hash lookup either way.
     pub fn get(&mut self, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
-        if !self.expires.is_empty() && self.map.get(key).is_some_and(|e| e.is_expired(now_ms)) {
-            self.remove(key);
-            self.emit(events::EXPIRED, "expired", key);
-            return None;
+        if self.expires.is_empty() {
+            return self.map.get_mut(key);
         }
-        self.map.get_mut(key)
+        match self.map.entry_ref(key) {
+            EntryRef::Occupied(slot) if slot.get().is_expired(now_ms) => {
+                let (k, entry) = slot.remove_entry();
+                self.expires.remove(&(entry.expire_at_ms, k));
+                emit_to(&self.events, self.db, events::EXPIRED, "expired", key);
+                None
+            }
+            EntryRef::Occupied(slot) => Some(slot.into_mut()),
+            EntryRef::Vacant(_) => None,
+        }
     }
 
     /// Looks a key up without modifying anything; expired keys are absent.
@@ -77,32 +83,48 @@ impl Table {
     }
 
     /// Stores `value` under `key` with expiry `expire_at_ms` (0: none),
-    /// replacing any previous value and expiry.
-    pub fn insert(&mut self, key: &[u8], value: Value, expire_at_ms: u64, now_ms: u64) {
-        if let Some(entry) = self.map.get_mut(key) {
-            entry.value = value;
-            entry.access = crate::clock::access_clock(now_ms);
-            let old = std::mem::replace(&mut entry.expire_at_ms, expire_at_ms);
-            if old != expire_at_ms {
-                self.reindex_expiry(key, old, expire_at_ms);
+    /// replacing any previous value and expiry, in one hash lookup. Returns
+    /// whether it replaced a live key; an expired one is deleted first, as a
+    /// lookup would (its `expired` event, then `new`).
+    pub fn insert(&mut self, key: &[u8], value: impl NewValue, expire_at_ms: u64, now_ms: u64) -> bool {
+        let replaced = match self.map.entry_ref(key) {
+            EntryRef::Occupied(mut slot) => {
+                let entry = slot.get_mut();
+                let live = !entry.is_expired(now_ms);
+                value.store_into(&mut entry.value);
+                entry.access = crate::clock::access_clock(now_ms);
+                let old = std::mem::replace(&mut entry.expire_at_ms, expire_at_ms);
+                if old != expire_at_ms {
+                    reindex_expiry(&mut self.expires, key, old, expire_at_ms);
+                }
+                if live {
+                    return true;
+                }
+                emit_to(&self.events, self.db, events::EXPIRED, "expired", key);
+                false
             }
-            return;
-        }
-        let mut entry = Entry::new(value, now_ms);
-        entry.expire_at_ms = expire_at_ms;
-        if expire_at_ms != NO_EXPIRY {
-            self.expires.insert((expire_at_ms, Key::from(key)));
-        }
-        self.map.insert(Key::from(key), entry);
+            EntryRef::Vacant(slot) => {
+                let mut entry = Entry::new(value.into_value(), now_ms);
+                entry.expire_at_ms = expire_at_ms;
+                slot.insert(entry);
+                if expire_at_ms != NO_EXPIRY {
+                    self.expires.insert((expire_at_ms, Key::from(key)));
+                }
+                false
+            }
+        };
         self.emit(events::NEW, "new", key);
+        replaced
     }
 
     /// Stores `value` under `key`, keeping the key's expiry if it exists.
-    pub fn insert_keep_ttl(&mut self, key: &[u8], value: Value, now_ms: u64) {
+    /// Returns whether it replaced a live key.
+    pub fn insert_keep_ttl(&mut self, key: &[u8], value: impl NewValue, now_ms: u64) -> bool {
         match self.get(key, now_ms) {
             Some(entry) => {
-                entry.value = value;
+                value.store_into(&mut entry.value);
                 entry.access = crate::clock::access_clock(now_ms);
+                true
             }
             None => self.insert(key, value, NO_EXPIRY, now_ms),
         }
@@ -128,18 +150,9 @@ impl Table {
         let Some(entry) = self.get(key, now_ms) else { return false };
         let old = std::mem::replace(&mut entry.expire_at_ms, expire_at_ms);
         if old != expire_at_ms {
-            self.reindex_expiry(key, old, expire_at_ms);
+            reindex_expiry(&mut self.expires, key, old, expire_at_ms);
         }
         true
-    }
-
-    fn reindex_expiry(&mut self, key: &[u8], old: u64, new: u64) {
-        if old != NO_EXPIRY {
-            self.expires.remove(&(old, Key::from(key)));
-        }
-        if new != NO_EXPIRY {
-            self.expires.insert((new, Key::from(key)));
-        }
     }
 
     /// Removes every key.
@@ -182,6 +195,59 @@ impl Table {
     }
 }
 
+/// A value [`Table::insert`] stores: into the slot of a key that exists, or
+/// as the value of a new entry.
+pub trait NewValue {
+    /// Replaces the value in an existing entry.
+    fn store_into(self, slot: &mut Value);
+    /// The value of a new entry.
+    fn into_value(self) -> Value;
+}
+
+impl NewValue for Value {
+    fn store_into(self, slot: &mut Value) {
+        *slot = self;
+    }
+
+    fn into_value(self) -> Value {
+        self
+    }
+}
+
+/// A string value given as its bytes: overwriting a string reuses its
+/// buffer ([`Value::assign_bytes`]).
+#[derive(Debug, Clone, Copy)]
+pub struct StrBytes<'a>(pub &'a [u8]);
+
+impl NewValue for StrBytes<'_> {
+    fn store_into(self, slot: &mut Value) {
+        slot.assign_bytes(self.0);
+    }
+
+    fn into_value(self) -> Value {
+        Value::from_bytes(self.0)
+    }
+}
+
+/// Raises a keyspace event through `events`, if the table has any (a free
+/// function so it can run while the map is borrowed).
+#[inline]
+fn emit_to(events: &Option<Arc<KeyEvents>>, db: usize, class: u32, event: &str, key: &[u8]) {
+    if let Some(ev) = events {
+        ev.emit(class, event, db, key);
+    }
+}
+
+/// Moves `key` in the expiry index from `old` to `new` (`NO_EXPIRY`: not indexed).
+fn reindex_expiry(expires: &mut BTreeSet<(u64, Key)>, key: &[u8], old: u64, new: u64) {
+    if old != NO_EXPIRY {
+        expires.remove(&(old, Key::from(key)));
+    }
+    if new != NO_EXPIRY {
+        expires.insert((new, Key::from(key)));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,5 +278,47 @@ mod tests {
         assert_eq!(t.peek(b"a", 0).and_then(|e| e.expire_at()), Some(300));
         assert_eq!(t.expire_due(400, 10), 1);
         assert!(t.is_empty());
+    }
+
+    /// A table whose `new` and `expired` events are recorded as "event:key".
+    fn recording_table() -> (Table, Arc<std::sync::Mutex<Vec<String>>>) {
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let events = Arc::new(KeyEvents::default());
+        events.set_flags(events::KEYEVENT | events::NEW | events::EXPIRED);
+        let sink_seen = seen.clone();
+        events.set_sink(Box::new(move |_, event, _, key| {
+            let line = format!("{event}:{}", String::from_utf8_lossy(key));
+            sink_seen.lock().expect("events").push(line);
+        }));
+        (Table::with_events(0, events), seen)
+    }
+
+    #[test]
+    fn insert_reports_whether_it_replaced_a_live_key() {
+        let (mut t, seen) = recording_table();
+        assert!(!t.insert(b"a", Value::from_bytes(b"1"), 100, 0), "absent");
+        assert!(t.insert(b"a", Value::from_bytes(b"2"), 100, 50), "live");
+        assert!(!t.insert(b"a", Value::from_bytes(b"3"), 300, 100), "expired at 100");
+        assert!(t.insert_keep_ttl(b"a", Value::from_bytes(b"4"), 200));
+        assert!(!t.insert_keep_ttl(b"b", Value::from_bytes(b"5"), 200));
+        assert_eq!(*seen.lock().expect("events"), ["new:a", "expired:a", "new:a", "new:b"]);
+        assert_eq!(t.peek(b"a", 0).and_then(|e| e.expire_at()), Some(300));
+        assert_eq!(t.expires_len(), 1, "the expiry index holds the new time only");
+        assert_eq!(t.expire_due(300, 10), 1);
+        assert_eq!(t.len(), 1);
+    }
+
+    #[test]
+    fn get_deletes_an_expired_key_once() {
+        let (mut t, seen) = recording_table();
+        t.insert(b"a", Value::from_bytes(b"1"), 100, 0);
+        t.insert(b"b", Value::from_bytes(b"2"), NO_EXPIRY, 0);
+        assert!(t.get(b"a", 99).is_some());
+        assert!(t.get(b"a", 100).is_none());
+        assert!(t.get(b"a", 100).is_none());
+        assert!(t.get(b"b", 100).is_some());
+        assert!(t.get(b"c", 100).is_none());
+        assert_eq!(*seen.lock().expect("events"), ["new:a", "new:b", "expired:a"]);
+        assert_eq!((t.len(), t.expires_len()), (1, 0));
     }
 }

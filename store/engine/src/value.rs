@@ -73,6 +73,27 @@ impl Value {
     pub fn from_bytes(data: &[u8]) -> Value {
         Value::Str(StrValue::from_bytes(data))
     }
+
+    /// Makes this value the string `data`, as `*self = Value::from_bytes(data)`
+    /// does, but into the buffer a string value already has when it fits: a
+    /// SET that overwrites a string then neither allocates nor frees.
+    pub fn assign_bytes(&mut self, data: &[u8]) {
+        if let Value::Str(StrValue::Bytes { data: buffer, raw }) = self {
+            if buffer_fits(buffer.capacity(), data.len()) && StrValue::as_int(data).is_none() {
+                buffer.clear();
+                buffer.extend_from_slice(data);
+                *raw = false;
+                return;
+            }
+        }
+        *self = Value::from_bytes(data);
+    }
+}
+
+/// Whether a buffer of `capacity` bytes may take `len` bytes without
+/// holding on to more than about twice what it stores.
+fn buffer_fits(capacity: usize, len: usize) -> bool {
+    len <= capacity && capacity <= 2 * len.max(16)
 }
 
 /// A string value: an integer when it reads as one (as Redis's `int`
@@ -90,12 +111,19 @@ pub enum StrValue {
 impl StrValue {
     /// Stores `data` as an integer when Redis would (canonical decimal, fits i64).
     pub fn from_bytes(data: &[u8]) -> StrValue {
-        if data.len() <= 20 {
-            if let Some(n) = crate::number::parse_i64(data) {
-                return StrValue::Int(n);
-            }
+        match StrValue::as_int(data) {
+            Some(n) => StrValue::Int(n),
+            None => StrValue::Bytes { data: data.to_vec(), raw: false },
         }
-        StrValue::Bytes { data: data.to_vec(), raw: false }
+    }
+
+    /// The integer `data` is stored as (`int` encoding), if it is one.
+    fn as_int(data: &[u8]) -> Option<i64> {
+        if data.len() <= 20 {
+            crate::number::parse_i64(data)
+        } else {
+            None
+        }
     }
 
     pub fn encoding(&self) -> &'static str {
@@ -165,5 +193,41 @@ mod tests {
         v.make_raw().push(b'3');
         assert_eq!(v.encoding(), "raw");
         assert_eq!(v.as_i64(), Some(123));
+    }
+
+    fn bytes_ptr(v: &Value) -> Option<*const u8> {
+        match v {
+            Value::Str(StrValue::Bytes { data, .. }) => Some(data.as_ptr()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn assigning_bytes_reuses_a_fitting_buffer_and_stores_as_from_bytes_does() {
+        let mut v = Value::from_bytes(b"a 32-byte value ................");
+        let before = bytes_ptr(&v);
+        v.assign_bytes(b"another 32-byte value ..........");
+        assert_eq!(bytes_ptr(&v), before, "same size: same buffer");
+        assert_eq!(v, Value::from_bytes(b"another 32-byte value .........."));
+        if let Value::Str(s) = &mut v {
+            s.make_raw();
+        }
+        v.assign_bytes(b"shorter but reused");
+        assert_eq!(bytes_ptr(&v), before);
+        assert_eq!(v, Value::from_bytes(b"shorter but reused"), "embstr again, not raw");
+        v.assign_bytes(b"12345");
+        assert_eq!(v, Value::Str(StrValue::Int(12345)), "an integer is stored as one");
+        let mut big = Value::from_bytes(&[b'x'; 4096]);
+        big.assign_bytes(b"tiny");
+        assert_eq!(big, Value::from_bytes(b"tiny"));
+        match &big {
+            Value::Str(StrValue::Bytes { data, .. }) => {
+                assert!(data.capacity() < 64, "a large buffer is not kept for a small value")
+            }
+            other => panic!("not bytes: {other:?}"),
+        }
+        let mut list = Value::List(Box::default());
+        list.assign_bytes(b"now a string");
+        assert_eq!(list, Value::from_bytes(b"now a string"));
     }
 }

@@ -5,7 +5,8 @@
 //! - [`storage`]: the [`Storage`] trait all file I/O goes through, and the
 //!   real filesystem; [`sim`]: a simulated disk that crashes, tears writes
 //!   and fails on command, for crash tests.
-//! - [`record`]: the self-checking record format (length, crc32c, LSN).
+//! - [`record`]: the self-checking record format (length, crc32c, LSN);
+//!   [`checksum`]: the crc32c it uses, fast on short records.
 //! - [`segment`]: preallocated segment files, their header, and the scan of
 //!   one segment that tells a torn tail from corruption.
 //! - [`files`]: the segments as the syncer writes them (rotation, spares,
@@ -20,6 +21,7 @@
 //! The on-disk format and the fault model are described in
 //! `docs/durability.md`.
 
+pub mod checksum;
 mod commit;
 pub mod files;
 pub mod rebuild;

@@ -126,7 +126,7 @@ pub fn encode(out: &mut Vec<u8>, header: Header, count: usize, body: impl FnOnce
     put_varint(out, count as u64);
     body(out);
     let body_len = out.len() - start - PREFIX_LEN;
-    let crc = crc32c::crc32c(&out[start + PREFIX_LEN..]);
+    let crc = super::checksum::crc32c(&out[start + PREFIX_LEN..]);
     out[start..start + 4].copy_from_slice(&(body_len as u32).to_le_bytes());
     out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
     out.len() - start
@@ -162,7 +162,7 @@ pub fn check_frame(buf: &[u8]) -> Result<usize, DecodeError> {
         return Err(DecodeError::Incomplete(total));
     }
     let stored = u32::from_le_bytes([buf[4], buf[5], buf[6], buf[7]]);
-    if crc32c::crc32c(&buf[PREFIX_LEN..total]) != stored {
+    if super::checksum::crc32c(&buf[PREFIX_LEN..total]) != stored {
         return Err(DecodeError::BadChecksum);
     }
     Ok(total)

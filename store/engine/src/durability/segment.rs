@@ -58,7 +58,7 @@ impl SegmentHeader {
         h[8..12].copy_from_slice(&VERSION.to_le_bytes());
         h[16..24].copy_from_slice(&self.base_lsn.to_le_bytes());
         h[24..32].copy_from_slice(&self.size.to_le_bytes());
-        let crc = crc32c::crc32c(&h[..60]);
+        let crc = super::checksum::crc32c(&h[..60]);
         h[60..64].copy_from_slice(&crc.to_le_bytes());
         h
     }
@@ -69,7 +69,7 @@ impl SegmentHeader {
         if &h[0..8] != MAGIC || u32::from_le_bytes(h[8..12].try_into().ok()?) != VERSION {
             return None;
         }
-        if crc32c::crc32c(&h[..60]) != u32::from_le_bytes(h[60..64].try_into().ok()?) {
+        if super::checksum::crc32c(&h[..60]) != u32::from_le_bytes(h[60..64].try_into().ok()?) {
             return None;
         }
         Some(SegmentHeader {

@@ -79,7 +79,7 @@ impl SnapshotWriter {
         header[8..12].copy_from_slice(&VERSION.to_le_bytes());
         header[16..24].copy_from_slice(&lsn.to_le_bytes());
         header[24..32].copy_from_slice(&time_ms.to_le_bytes());
-        let crc = crc32c::crc32c(&header[..60]);
+        let crc = super::checksum::crc32c(&header[..60]);
         header[60..64].copy_from_slice(&crc.to_le_bytes());
         Ok(SnapshotWriter {
             storage,
@@ -121,7 +121,7 @@ impl SnapshotWriter {
         trailer[0..8].copy_from_slice(END_MAGIC);
         trailer[8..16].copy_from_slice(&self.records.to_le_bytes());
         trailer[16..24].copy_from_slice(&self.record_bytes.to_le_bytes());
-        let crc = crc32c::crc32c(&trailer[..24]);
+        let crc = super::checksum::crc32c(&trailer[..24]);
         trailer[24..28].copy_from_slice(&crc.to_le_bytes());
         self.buf.extend_from_slice(&trailer);
         self.flush()?;
@@ -195,7 +195,7 @@ pub fn check(bytes: &[u8]) -> Result<(Lsn, u64, u64), String> {
     if &header[0..8] != MAGIC {
         return Err("bad magic".into());
     }
-    if crc32c::crc32c(&header[..60]) != u32::from_le_bytes([header[60], header[61], header[62], header[63]]) {
+    if super::checksum::crc32c(&header[..60]) != u32::from_le_bytes([header[60], header[61], header[62], header[63]]) {
         return Err("header checksum mismatch".into());
     }
     let version = u32::from_le_bytes([header[8], header[9], header[10], header[11]]);
@@ -206,7 +206,8 @@ pub fn check(bytes: &[u8]) -> Result<(Lsn, u64, u64), String> {
     let created_ms = u64::from_le_bytes(header[24..32].try_into().map_err(|_| "header")?);
     let trailer = &bytes[bytes.len() - TRAILER_LEN..];
     if &trailer[0..8] != END_MAGIC
-        || crc32c::crc32c(&trailer[..24]) != u32::from_le_bytes([trailer[24], trailer[25], trailer[26], trailer[27]])
+        || super::checksum::crc32c(&trailer[..24])
+            != u32::from_le_bytes([trailer[24], trailer[25], trailer[26], trailer[27]])
     {
         return Err("missing or damaged trailer (incomplete snapshot)".into());
     }

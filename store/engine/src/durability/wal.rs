@@ -570,7 +570,7 @@ impl Shared {
         self.gather();
         let before = self.durable.load(Ordering::Acquire);
         self.round(true, 0);
-        let _covered = self.expect_next_round(before);
+        self.expect_next_round(before);
         self.committers.end_lead(self.durable.load(Ordering::Acquire));
     }
 

@@ -3,6 +3,7 @@
 
 use cairn_engine::entry::NO_EXPIRY;
 use cairn_engine::number::{format_f64_human, parse_f64};
+use cairn_engine::table::StrBytes;
 use cairn_engine::{Entry, StrValue, Table, Value};
 
 use cairn_engine::events as ev;
@@ -153,6 +154,13 @@ pub fn set(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let db = ctx.db();
     let mut shard = ctx.server.keyspace.lock_key(args[1]);
     let table = shard.db(db);
+    if !(options.get || options.nx || options.xx) {
+        // A plain SET needs nothing from the old value: one lookup stores it.
+        let replaced = store_string(table, args[1], args[2], expiry, ctx.now_ms);
+        announce_set(ctx, db, args[1], options.expire_at.is_some(), replaced);
+        ctx.out.ok();
+        return Ok(());
+    }
     // SET overwrites a key of any type; only SET ... GET needs the old value to be a string.
     let existing = table.get(args[1], ctx.now_ms);
     let exists = existing.is_some();
@@ -163,14 +171,7 @@ pub fn set(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let blocked = (options.nx && exists) || (options.xx && !exists);
     if !blocked {
         store_string(table, args[1], args[2], expiry, ctx.now_ms);
-        ctx.notify(ev::STRING, "set", args[1]);
-        if options.expire_at.is_some() {
-            ctx.notify(ev::GENERIC, "expire", args[1]);
-        }
-        if exists {
-            // A stream overwritten by SET unblocks its XREADGROUP clients with an error.
-            ctx.server.blocking.signal(db, args[1]);
-        }
+        announce_set(ctx, db, args[1], options.expire_at.is_some(), exists);
     }
     match (options.get, blocked) {
         (true, _) => match old {
@@ -183,9 +184,23 @@ pub fn set(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     Ok(())
 }
 
-/// Stores a string value under `key` with the given expiry rule.
-pub fn store_string(table: &mut Table, key: &[u8], value: &[u8], expiry: ExpirySpec, now_ms: u64) {
-    let value = Value::from_bytes(value);
+/// The keyspace events and wake-ups of a SET that stored `key`; `replaced`
+/// says whether a live key was overwritten.
+fn announce_set(ctx: &mut Ctx<'_>, db: usize, key: &[u8], with_expiry: bool, replaced: bool) {
+    ctx.notify(ev::STRING, "set", key);
+    if with_expiry {
+        ctx.notify(ev::GENERIC, "expire", key);
+    }
+    if replaced {
+        // A stream overwritten by SET unblocks its XREADGROUP clients with an error.
+        ctx.server.blocking.signal(db, key);
+    }
+}
+
+/// Stores a string value under `key` with the given expiry rule; returns
+/// whether it replaced a live key.
+pub fn store_string(table: &mut Table, key: &[u8], value: &[u8], expiry: ExpirySpec, now_ms: u64) -> bool {
+    let value = StrBytes(value);
     match expiry {
         ExpirySpec::None => table.insert(key, value, NO_EXPIRY, now_ms),
         ExpirySpec::At(at) => table.insert(key, value, at, now_ms),
@@ -444,7 +459,9 @@ pub fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let text = format_f64_human(next);
     match table.get(args[1], ctx.now_ms) {
         Some(entry) => entry.value = Value::Str(StrValue::Bytes { data: text.as_bytes().to_vec(), raw: false }),
-        None => table.insert(args[1], Value::from_bytes(text.as_bytes()), NO_EXPIRY, ctx.now_ms),
+        None => {
+            table.insert(args[1], Value::from_bytes(text.as_bytes()), NO_EXPIRY, ctx.now_ms);
+        }
     }
     ctx.notify(ev::STRING, "incrbyfloat", args[1]);
     ctx.out.bulk(text.as_bytes());
