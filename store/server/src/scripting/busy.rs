@@ -67,8 +67,13 @@ impl Busy {
         self.changed.notify_waiters();
     }
 
-    /// The script ended (its shards released and its announcement dropped,
-    /// so that the clients woken here find no script pending).
+    /// The script ended. Its shards and its announcement are still held, so
+    /// the clients woken here find it announced but not running and look
+    /// again every [`NOT_STARTED_RECHECK`]; the code that drops the
+    /// announcement wakes them once more ([`Busy::notify_changed`]). This
+    /// wake-up is the safety net when that code does not run (a panic
+    /// unwinding the script): a client waiting with `busy-reply-threshold` 0
+    /// would otherwise wait for a notification that never comes.
     pub fn end(&self) {
         self.started_ms.store(0, Ordering::SeqCst);
         self.kill.store(false, Ordering::SeqCst);
