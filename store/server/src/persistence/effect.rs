@@ -15,6 +15,8 @@
 
 use std::borrow::Cow;
 
+use smallvec::{smallvec, SmallVec};
+
 use crate::commands::is;
 
 /// What to log for one executed command.
@@ -22,26 +24,39 @@ use crate::commands::is;
 pub enum Effect<'a> {
     /// The arguments as sent.
     AsSent,
-    /// These arguments instead.
-    Rewritten(Vec<Cow<'a, [u8]>>),
+    /// These arguments instead (inline up to [`INLINE_ARGS`]: the counters'
+    /// and expiries' rewrites allocate nothing).
+    Rewritten(Args<'a>),
     /// Nothing changed.
     Nothing,
 }
 
+/// Rewritten arguments held inline up to this many.
+pub const INLINE_ARGS: usize = 6;
+
+/// A rewritten command's arguments: borrowed from the request or the reply
+/// where they can be.
+pub type Args<'a> = SmallVec<[Cow<'a, [u8]>; INLINE_ARGS]>;
+
 /// The logged form of `args` (already executed successfully at `now_ms`,
 /// having produced `reply`).
-pub fn of<'a>(name: &str, args: &[&'a [u8]], reply: &[u8], now_ms: u64) -> Effect<'a> {
+pub fn of<'a>(name: &str, args: &[&'a [u8]], reply: &'a [u8], now_ms: u64) -> Effect<'a> {
     let b = |s: &'static str| Cow::Borrowed(s.as_bytes());
     let owned = |v: Vec<u8>| Cow::Owned(v);
     match name {
         "incr" | "decr" | "incrby" | "decrby" | "incrbyfloat" => match scalar(reply) {
-            Some(value) => Effect::Rewritten(vec![b("SET"), Cow::Borrowed(args[1]), owned(value), b("KEEPTTL")]),
+            Some(value) => {
+                Effect::Rewritten(smallvec![b("SET"), Cow::Borrowed(args[1]), Cow::Borrowed(value), b("KEEPTTL")])
+            }
             None => Effect::AsSent,
         },
         "hincrby" | "hincrbyfloat" => match scalar(reply) {
-            Some(value) => {
-                Effect::Rewritten(vec![b("HSET"), Cow::Borrowed(args[1]), Cow::Borrowed(args[2]), owned(value)])
-            }
+            Some(value) => Effect::Rewritten(smallvec![
+                b("HSET"),
+                Cow::Borrowed(args[1]),
+                Cow::Borrowed(args[2]),
+                Cow::Borrowed(value)
+            ]),
             None => Effect::AsSent,
         },
         "spop" => {
@@ -49,8 +64,8 @@ pub fn of<'a>(name: &str, args: &[&'a [u8]], reply: &[u8], now_ms: u64) -> Effec
             if members.is_empty() {
                 return Effect::Nothing;
             }
-            let mut out = vec![b("SREM"), Cow::Borrowed(args[1])];
-            out.extend(members.into_iter().map(owned));
+            let mut out: Args<'a> = smallvec![b("SREM"), Cow::Borrowed(args[1])];
+            out.extend(members.into_iter().map(Cow::Borrowed));
             Effect::Rewritten(out)
         }
         "expire" | "pexpire" | "expireat" => {
@@ -58,7 +73,8 @@ pub fn of<'a>(name: &str, args: &[&'a [u8]], reply: &[u8], now_ms: u64) -> Effec
                 return Effect::Nothing;
             }
             let Some(at) = absolute_ms(name.as_bytes(), args[2], now_ms) else { return Effect::AsSent };
-            let mut out = vec![b("PEXPIREAT"), Cow::Borrowed(args[1]), owned(at.to_string().into_bytes())];
+            let mut out: Args<'a> =
+                smallvec![b("PEXPIREAT"), Cow::Borrowed(args[1]), owned(at.to_string().into_bytes())];
             out.extend(args[3..].iter().map(|a| Cow::Borrowed(*a)));
             Effect::Rewritten(out)
         }
@@ -66,7 +82,7 @@ pub fn of<'a>(name: &str, args: &[&'a [u8]], reply: &[u8], now_ms: u64) -> Effec
             let unit: &[u8] = if name == "setex" { b"ex" } else { b"px" };
             let Some(at) = absolute_ms(unit, args[2], now_ms) else { return Effect::AsSent };
             let at = owned(at.to_string().into_bytes());
-            Effect::Rewritten(vec![b("SET"), Cow::Borrowed(args[1]), Cow::Borrowed(args[3]), b("PXAT"), at])
+            Effect::Rewritten(smallvec![b("SET"), Cow::Borrowed(args[1]), Cow::Borrowed(args[3]), b("PXAT"), at])
         }
         "set" if args.len() > 3 => set_form(args, now_ms),
         "getex" => getex_form(args, reply, now_ms),
@@ -83,26 +99,26 @@ fn set_form<'a>(args: &[&'a [u8]], now_ms: u64) -> Effect<'a> {
     };
     let Some(value) = args.get(i + 1) else { return Effect::AsSent };
     let Some(at) = absolute_ms(args[i], value, now_ms) else { return Effect::AsSent };
-    let mut out: Vec<Cow<'a, [u8]>> = args.iter().map(|a| Cow::Borrowed(*a)).collect();
+    let mut out: Args<'a> = args.iter().map(|a| Cow::Borrowed(*a)).collect();
     out[i] = Cow::Borrowed(b"PXAT");
     out[i + 1] = Cow::Owned(at.to_string().into_bytes());
     Effect::Rewritten(out)
 }
 
 /// GETEX: PEXPIREAT or PERSIST when the key existed; nothing otherwise.
-fn getex_form<'a>(args: &[&'a [u8]], reply: &[u8], now_ms: u64) -> Effect<'a> {
+fn getex_form<'a>(args: &[&'a [u8]], reply: &'a [u8], now_ms: u64) -> Effect<'a> {
     if is_null(reply) || args.len() < 3 {
         return Effect::Nothing;
     }
     let option = args[2];
     if is(option, "persist") {
-        return Effect::Rewritten(vec![Cow::Borrowed(b"PERSIST"), Cow::Borrowed(args[1])]);
+        return Effect::Rewritten(smallvec![Cow::Borrowed(&b"PERSIST"[..]), Cow::Borrowed(args[1])]);
     }
     let Some(value) = args.get(3) else { return Effect::AsSent };
     let unit: &[u8] = if is(option, "pxat") { b"pxat" } else { option };
     let Some(at) = absolute_ms(unit, value, now_ms) else { return Effect::AsSent };
-    Effect::Rewritten(vec![
-        Cow::Borrowed(b"PEXPIREAT"),
+    Effect::Rewritten(smallvec![
+        Cow::Borrowed(&b"PEXPIREAT"[..]),
         Cow::Borrowed(args[1]),
         Cow::Owned(at.to_string().into_bytes()),
     ])
@@ -132,22 +148,22 @@ fn is_null(reply: &[u8]) -> bool {
 }
 
 /// The value of an integer, bulk, simple string or double reply.
-fn scalar(reply: &[u8]) -> Option<Vec<u8>> {
+fn scalar(reply: &[u8]) -> Option<&[u8]> {
     let (&kind, rest) = reply.split_first()?;
     let line_end = rest.windows(2).position(|w| w == b"\r\n")?;
     let line = &rest[..line_end];
     match kind {
-        b':' | b'+' | b',' => Some(line.to_vec()),
+        b':' | b'+' | b',' => Some(line),
         b'$' => {
             let len: usize = std::str::from_utf8(line).ok()?.parse().ok()?;
-            rest.get(line_end + 2..line_end + 2 + len).map(<[u8]>::to_vec)
+            rest.get(line_end + 2..line_end + 2 + len)
         }
         _ => None,
     }
 }
 
 /// The bulk strings in a bulk, array or set reply (empty for a null).
-fn bulks(reply: &[u8]) -> Vec<Vec<u8>> {
+fn bulks(reply: &[u8]) -> Vec<&[u8]> {
     let mut out = Vec::new();
     let Some(&kind) = reply.first() else { return out };
     if kind == b'$' {

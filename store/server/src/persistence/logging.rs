@@ -8,10 +8,9 @@
 //! here whenever a log exists: adding a write command cannot skip the log
 //! (and a test checks the WRITE flags against Redis's own command table).
 
-use std::borrow::Cow;
-
 use cairn_engine::durability::{record, Kind, Wal, WalError};
 use cairn_engine::Keyspace;
+use smallvec::SmallVec;
 
 use super::effect::{self, Effect};
 use crate::blocking::BlockState;
@@ -95,18 +94,25 @@ pub fn execute(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[&[u8]], wal: &Wal)
 }
 
 fn log(ctx: &mut Ctx<'_>, name: &str, args: &[&[u8]], reply_start: usize, wal: &Wal) -> Result<(), WalError> {
-    let effect = effect::of(name, args, &ctx.out.buffer()[reply_start..], ctx.now_ms);
-    let logged: Cow<'_, [&[u8]]> = match &effect {
-        Effect::Nothing => return Ok(()),
-        Effect::AsSent => Cow::Borrowed(args),
-        Effect::Rewritten(v) => Cow::Owned(v.iter().map(|a| &**a).collect()),
-    };
+    let now_ms = ctx.now_ms;
     let db = ctx.client.db as u32;
+    // The effect may borrow from the reply (a counter's new value).
+    let reply = &ctx.out.buffer()[reply_start..];
+    let effect = effect::of(name, args, reply, now_ms);
+    let rewritten: SmallVec<[&[u8]; effect::INLINE_ARGS]>;
+    let logged: &[&[u8]] = match &effect {
+        Effect::Nothing => return Ok(()),
+        Effect::AsSent => args,
+        Effect::Rewritten(v) => {
+            rewritten = v.iter().map(|a| &**a).collect();
+            &rewritten
+        }
+    };
     if let Some(txn) = ctx.client.txn_log.as_mut() {
         txn.push((db, logged.iter().map(|a| a.to_vec()).collect()));
         return Ok(());
     }
-    let lsn = wal.append_command(ctx.now_ms, db, &logged)?;
+    let lsn = wal.append_command(now_ms, db, logged)?;
     ctx.client.last_lsn = lsn;
     Ok(())
 }
