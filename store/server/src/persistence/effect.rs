@@ -24,8 +24,9 @@ use crate::commands::is;
 pub enum Effect<'a> {
     /// The arguments as sent.
     AsSent,
-    /// These arguments instead (inline up to [`INLINE_ARGS`]: the counters'
-    /// and expiries' rewrites allocate nothing).
+    /// These arguments instead (inline up to [`INLINE_ARGS`]: a counter's
+    /// rewrite allocates nothing; an absolute expiry is still formatted into
+    /// a buffer of its own).
     Rewritten(Args<'a>),
     /// Nothing changed.
     Nothing,
