@@ -107,9 +107,7 @@ impl Table {
                 let mut entry = Entry::new(value.into_value(), now_ms);
                 entry.expire_at_ms = expire_at_ms;
                 slot.insert(entry);
-                if expire_at_ms != NO_EXPIRY {
-                    self.expires.insert((expire_at_ms, Key::from(key)));
-                }
+                reindex_expiry(&mut self.expires, key, NO_EXPIRY, expire_at_ms);
                 false
             }
         };
