@@ -8,9 +8,12 @@
 //!
 //! Cost when notifications are off (the default): one relaxed load of
 //! [`KeyEvents::flags`] and a branch per event site; the sink is never called.
+//!
+//! Expirations are also counted, lazy and active alike, whether or not they
+//! are delivered ([`KeyEvents::expired`], INFO's `expired_keys`).
 
 use std::fmt;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 /// `K`: publish on `__keyspace@<db>__:<key>`.
@@ -95,6 +98,8 @@ pub type Sink = Box<dyn Fn(u32, &str, usize, &[u8]) + Send + Sync>;
 pub struct KeyEvents {
     flags: AtomicU32,
     sink: OnceLock<Sink>,
+    /// Keys deleted because their time to live passed, since start.
+    expired: AtomicU64,
 }
 
 impl fmt::Debug for KeyEvents {
@@ -127,6 +132,19 @@ impl KeyEvents {
         if flags & class != 0 {
             self.deliver(flags, event, db, key);
         }
+    }
+
+    /// A key of database `db` expired (found due on access or by active
+    /// expiry): counts it and raises its `expired` event.
+    #[inline]
+    pub fn key_expired(&self, db: usize, key: &[u8]) {
+        self.expired.fetch_add(1, Ordering::Relaxed);
+        self.emit(EXPIRED, "expired", db, key);
+    }
+
+    /// Keys expired since start, lazily and actively (INFO `expired_keys`).
+    pub fn expired(&self) -> u64 {
+        self.expired.load(Ordering::Relaxed)
     }
 
     #[cold]
@@ -165,5 +183,18 @@ mod tests {
         events.emit(STRING, "set", 3, b"b");
         events.emit(LIST, "lpush", 3, b"c");
         assert_eq!(*seen.lock(), vec![("set".to_string(), 3, b"b".to_vec())]);
+    }
+
+    #[test]
+    fn expirations_are_counted_whether_or_not_they_are_delivered() {
+        let seen = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
+        let events = KeyEvents::default();
+        let log = seen.clone();
+        events.set_sink(Box::new(move |_, event, db, key| log.lock().push((event.to_string(), db, key.to_vec()))));
+        events.key_expired(0, b"a");
+        events.set_flags(KEYEVENT | EXPIRED);
+        events.key_expired(2, b"b");
+        assert_eq!(events.expired(), 2);
+        assert_eq!(*seen.lock(), vec![("expired".to_string(), 2, b"b".to_vec())]);
     }
 }

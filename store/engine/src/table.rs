@@ -69,7 +69,7 @@ impl Table {
             EntryRef::Occupied(slot) if slot.get().is_expired(now_ms) => {
                 let (k, entry) = slot.remove_entry();
                 self.expires.remove(&(entry.expire_at_ms, k));
-                emit_to(&self.events, self.db, events::EXPIRED, "expired", key);
+                expired_in(&self.events, self.db, key);
                 None
             }
             EntryRef::Occupied(slot) => Some(slot.into_mut()),
@@ -100,7 +100,7 @@ impl Table {
                 if live {
                     return true;
                 }
-                emit_to(&self.events, self.db, events::EXPIRED, "expired", key);
+                expired_in(&self.events, self.db, key);
                 false
             }
             EntryRef::Vacant(slot) => {
@@ -175,7 +175,7 @@ impl Table {
             if let Some((_, key)) = self.expires.pop_first() {
                 self.map.remove(&key);
                 deleted(&key);
-                self.emit(events::EXPIRED, "expired", &key);
+                expired_in(&self.events, self.db, &key);
                 removed += 1;
             }
         }
@@ -233,6 +233,13 @@ impl NewValue for StrBytes<'_> {
 fn emit_to(events: &Option<Arc<KeyEvents>>, db: usize, class: u32, event: &str, key: &[u8]) {
     if let Some(ev) = events {
         ev.emit(class, event, db, key);
+    }
+}
+
+/// Counts and announces the expiry of `key` (see [`KeyEvents::key_expired`]).
+fn expired_in(events: &Option<Arc<KeyEvents>>, db: usize, key: &[u8]) {
+    if let Some(ev) = events {
+        ev.key_expired(db, key);
     }
 }
 

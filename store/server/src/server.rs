@@ -105,13 +105,20 @@ impl Server {
 
     /// Statistics since start or the last CONFIG RESETSTAT.
     pub fn totals(&self) -> Totals {
-        let now = Totals::collect(&self.workers, crate::commands::table::count());
-        now.since(&self.stats_baseline.lock())
+        self.raw_totals().since(&self.stats_baseline.lock())
+    }
+
+    /// Statistics since start: the workers' counters and the keyspace's
+    /// count of expired keys (lazy and active expiry alike, as Redis counts).
+    pub fn raw_totals(&self) -> Totals {
+        let mut totals = Totals::collect(&self.workers, crate::commands::table::count());
+        totals.expired_keys = self.keyspace.events().expired();
+        totals
     }
 
     /// CONFIG RESETSTAT.
     pub fn reset_stats(&self) {
-        *self.stats_baseline.lock() = Totals::collect(&self.workers, crate::commands::table::count());
+        *self.stats_baseline.lock() = self.raw_totals();
     }
 
     /// Records one ops/s sample (called every 100 ms by worker 0).

@@ -83,7 +83,6 @@ pub struct WorkerStats {
     pub net_output_bytes: LocalCounter,
     pub connections_received: LocalCounter,
     pub rejected_connections: LocalCounter,
-    pub expired_keys: LocalCounter,
     pub keyspace_hits: LocalCounter,
     pub keyspace_misses: LocalCounter,
     pub error_replies: LocalCounter,
@@ -101,7 +100,6 @@ impl WorkerStats {
             net_output_bytes: LocalCounter::default(),
             connections_received: LocalCounter::default(),
             rejected_connections: LocalCounter::default(),
-            expired_keys: LocalCounter::default(),
             keyspace_hits: LocalCounter::default(),
             keyspace_misses: LocalCounter::default(),
             error_replies: LocalCounter::default(),
@@ -134,7 +132,8 @@ pub struct Totals {
 }
 
 impl Totals {
-    /// Sums the workers' counters.
+    /// Sums the workers' counters (`expired_keys` is the keyspace's, see
+    /// [`Server::raw_totals`](crate::server::Server::raw_totals)).
     pub fn collect(workers: &[std::sync::Arc<WorkerStats>], num_commands: usize) -> Totals {
         let mut t = Totals { per_command: vec![[0; 4]; num_commands], ..Totals::default() };
         for w in workers {
@@ -143,7 +142,6 @@ impl Totals {
             t.net_output_bytes += w.net_output_bytes.get();
             t.connections_received += w.connections_received.get();
             t.rejected_connections += w.rejected_connections.get();
-            t.expired_keys += w.expired_keys.get();
             t.keyspace_hits += w.keyspace_hits.get();
             t.keyspace_misses += w.keyspace_misses.get();
             t.error_replies += w.error_replies.get();

@@ -47,7 +47,7 @@ pub struct Scrape {
 impl Scrape {
     pub fn read(server: &Server) -> Scrape {
         let num_commands = crate::commands::table::count();
-        let totals = Totals::collect(&server.workers, num_commands);
+        let totals = server.raw_totals();
         let latency = collect_latency(&server.workers, num_commands);
         let commands = command_readings(&totals, &latency);
         let durability = durability_with_acks(server, &commands);
