@@ -56,11 +56,14 @@ pub(crate) async fn admit<'a>(
 }
 
 /// Forgets what an ended connection's client left in shared registries:
-/// its WATCHed keys and its pub/sub subscriptions.
+/// its WATCHed keys, its pub/sub subscriptions and its MONITOR feed.
 pub(crate) fn release(server: &Server, client: &mut Client) {
     let watched: Vec<(usize, Vec<u8>)> = client.watched.drain(..).map(|w| (w.db, w.key)).collect();
     server.watches.forget(client.id(), &watched);
     if let Some(subscriptions) = client.pubsub.take() {
         server.pubsub.forget(&subscriptions);
+    }
+    if client.monitor.take().is_some() {
+        server.monitors.remove(client.id());
     }
 }

@@ -10,6 +10,18 @@ use cairn_protocol::ProtocolVersion;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
+/// Who issues a client's commands (MONITOR shows connections' and scripts'
+/// commands, not the server's own).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// A network connection.
+    Connection,
+    /// A Lua script's `redis.call`.
+    Script,
+    /// The server itself: log replay, serving a blocked client again.
+    Internal,
+}
+
 /// What CLIENT REPLY set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReplyMode {
@@ -36,6 +48,9 @@ pub struct ClientHandle {
     pub last_interaction_ms: AtomicU64,
     /// Index in the command table of the last command run.
     pub last_command: AtomicU16,
+    /// Its subcommand, for a container command such as CLIENT or CONFIG
+    /// (see [`crate::commands::table::subcommand_slot`]); 0 for none.
+    pub last_subcommand: AtomicU8,
     pub no_evict: AtomicBool,
     /// Pub/sub channels and patterns subscribed (CLIENT LIST sub=, psub=).
     pub sub_channels: AtomicUsize,
@@ -60,6 +75,7 @@ impl ClientHandle {
             resp: AtomicU8::new(2),
             last_interaction_ms: AtomicU64::new(now_ms),
             last_command: AtomicU16::new(u16::MAX),
+            last_subcommand: AtomicU8::new(0),
             no_evict: AtomicBool::new(false),
             sub_channels: AtomicUsize::new(0),
             sub_patterns: AtomicUsize::new(0),
@@ -191,6 +207,13 @@ pub struct Client {
     pub off_worker: bool,
     /// EXEC is running this client's queued commands (it holds their shards).
     pub in_exec: bool,
+    /// Who issues this client's commands.
+    pub origin: Origin,
+    /// After MONITOR: the queue the server's command feed goes to.
+    pub monitor: Option<Arc<crate::pubsub::Subscriber>>,
+    /// Bytes of input from the command being run to the end of what has been
+    /// read (CLIENT LIST/INFO `qbuf` of the calling client).
+    pub query_pending: usize,
 }
 
 impl Client {
@@ -216,6 +239,9 @@ impl Client {
             pending_exec: false,
             off_worker: false,
             in_exec: false,
+            origin: Origin::Connection,
+            monitor: None,
+            query_pending: 0,
         }
     }
 

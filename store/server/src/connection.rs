@@ -74,11 +74,11 @@ async fn connection_loop(
             input.reserve(READ_CHUNK.max(input.len()));
         }
         if !std::mem::take(&mut unblocked) {
-            let subscribed = client.pubsub.is_some();
+            let subscribed = client.pubsub.is_some() || client.monitor.is_some();
             let wake = tokio::select! {
                 biased;
                 _ = &mut killed => return Ok(()),
-                _ = messages_ready(client.pubsub.as_deref()), if subscribed => Wake::Messages,
+                _ = messages_ready(client), if subscribed => Wake::Messages,
                 read = read_with_timeout(server, stream, &mut input, !subscribed) => Wake::Read(read?),
             };
             match wake {
@@ -97,10 +97,8 @@ async fn connection_loop(
         if !await_durable(server, client.last_lsn).await {
             return Ok(());
         }
-        if let Some(subscriptions) = &client.pubsub {
-            // Messages delivered while the batch ran follow its replies.
-            subscriptions.subscriber.take_into(&mut output);
-        }
+        // Messages delivered while the batch ran follow its replies.
+        take_messages(client, &mut output);
         if !output.is_empty() {
             stream.write_all(&output).await?;
             stats.net_output_bytes.add(output.len() as u64);
@@ -197,11 +195,29 @@ enum Wake {
     Messages,
 }
 
-/// Resolves when pub/sub messages may be waiting (never when not subscribed).
-async fn messages_ready(subscriptions: Option<&crate::pubsub::Subscriptions>) {
-    match subscriptions {
-        Some(s) => s.subscriber.ready().await,
-        None => std::future::pending().await,
+/// Resolves when pub/sub messages or MONITOR lines may be waiting (never
+/// when the client neither subscribes nor monitors).
+async fn messages_ready(client: &Client) {
+    let subscriber = client.pubsub.as_deref().map(|s| &s.subscriber);
+    match (subscriber, client.monitor.as_ref()) {
+        (Some(s), None) | (None, Some(s)) => s.ready().await,
+        (Some(s), Some(m)) => {
+            tokio::select! {
+                _ = s.ready() => {}
+                _ = m.ready() => {}
+            }
+        }
+        (None, None) => std::future::pending().await,
+    }
+}
+
+/// Appends the queued pub/sub messages and MONITOR lines to `output`.
+fn take_messages(client: &Client, output: &mut Vec<u8>) {
+    if let Some(subscriptions) = &client.pubsub {
+        subscriptions.subscriber.take_into(output);
+    }
+    if let Some(monitor) = &client.monitor {
+        monitor.take_into(output);
     }
 }
 
@@ -215,9 +231,7 @@ async fn write_messages(
     output: &mut Vec<u8>,
     killed: Pin<&mut impl Future<Output = ()>>,
 ) -> std::io::Result<bool> {
-    if let Some(subscriptions) = &client.pubsub {
-        subscriptions.subscriber.take_into(output);
-    }
+    take_messages(client, output);
     if !output.is_empty() {
         tokio::select! {
             biased;
@@ -317,6 +331,7 @@ fn execute_batch(
         match parse_request(&input[pos..], argv, &limits) {
             Ok(Parsed::Incomplete) => break,
             Ok(Parsed::Complete { consumed }) => {
+                ctx.client.query_pending = input.len() - pos;
                 let mut args: Vec<&[u8]> = spare;
                 argv.slices(&input[pos..], &mut args);
                 if !args.is_empty() {

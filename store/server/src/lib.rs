@@ -20,7 +20,8 @@
 //! - [`client`]: per-connection state and the registry CLIENT LIST reads.
 //! - [`blocking`]: clients blocked in BLPOP and friends, and how they are served.
 //! - [`pubsub`]: channel and pattern subscribers, and delivery across workers;
-//!   [`notify`]: keyspace notifications published through it.
+//!   [`notify`]: keyspace notifications published through it; [`monitor`]:
+//!   MONITOR's feed of every command run, delivered the same way.
 //! - [`maxmemory`]: `-OOM` for `denyoom` commands and eviction above `maxmemory`.
 //! - [`server`]: the state all workers share; [`stats`]: per-worker counters.
 //! - [`watch`]: WATCH bookkeeping (who watches which key).
@@ -53,6 +54,7 @@ pub mod listener;
 pub mod logging;
 pub mod maxmemory;
 pub mod metrics;
+pub mod monitor;
 pub mod native;
 pub mod notify;
 pub mod persistence;

@@ -50,7 +50,7 @@ impl Subscriber {
     }
 
     /// Queues an encoded message and wakes the connection.
-    fn deliver(&self, frame: &[u8]) {
+    pub(crate) fn deliver(&self, frame: &[u8]) {
         let mut pending = self.pending.lock();
         if pending.len() + frame.len() > OUTPUT_LIMIT {
             drop(pending);

@@ -27,6 +27,8 @@ pub struct Server {
     pub blocking: Blocking,
     /// Pub/sub channel and pattern subscribers.
     pub pubsub: Arc<crate::pubsub::PubSub>,
+    /// Connections in MONITOR mode.
+    pub monitors: crate::monitor::Monitors,
     pub workers: Vec<Arc<WorkerStats>>,
     pub shutdown: Shutdown,
     pub started: Instant,
@@ -86,6 +88,7 @@ impl Server {
             watches: WatchRegistry::default(),
             blocking: Blocking::default(),
             pubsub,
+            monitors: crate::monitor::Monitors::default(),
             workers: (0..num_workers).map(|_| Arc::new(WorkerStats::new(num_commands))).collect(),
             shutdown,
             started: Instant::now(),

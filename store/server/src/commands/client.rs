@@ -31,7 +31,7 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         list(ctx, &args[2..])?;
     } else if is(sub, "info") {
         arity(argc == 2)?;
-        let line = describe(&ctx.client.handle, ctx.now_ms, false);
+        let line = describe(&ctx.client.handle, ctx.now_ms, false, ctx.client.query_pending);
         ctx.out.verbatim("txt", line.as_bytes());
     } else if is(sub, "kill") {
         arity(argc >= 3)?;
@@ -128,13 +128,15 @@ fn reply_mode(ctx: &mut Ctx<'_>, mode: &[u8]) -> CmdResult {
     Ok(())
 }
 
-/// One CLIENT LIST line (without the trailing newline), in Redis's field order.
-pub fn describe(c: &ClientHandle, now_ms: u64, blocked: bool) -> String {
+/// One CLIENT LIST line (without the trailing newline), in Redis's field
+/// order. `qbuf`: the bytes of input the client has read and not yet
+/// consumed, the running command's included (known for the calling client).
+pub fn describe(c: &ClientHandle, now_ms: u64, blocked: bool, qbuf: usize) -> String {
     let name = c.name.lock().as_deref().map(|n| String::from_utf8_lossy(n).into_owned()).unwrap_or_default();
     let lib_name = c.lib_name.lock().as_deref().map(|n| String::from_utf8_lossy(n).into_owned()).unwrap_or_default();
     let lib_ver = c.lib_version.lock().as_deref().map(|n| String::from_utf8_lossy(n).into_owned()).unwrap_or_default();
     let cmd = match c.last_command.load(Ordering::Relaxed) as usize {
-        i if i < super::table::count() => super::table::spec(i).name,
+        i if i < super::table::count() => super::table::full_name(i, c.last_subcommand.load(Ordering::Relaxed)),
         _ => "NULL",
     };
     let age = now_ms.saturating_sub(c.created_ms) / 1000;
@@ -152,7 +154,7 @@ pub fn describe(c: &ClientHandle, now_ms: u64, blocked: bool) -> String {
     }
     format!(
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub=0 multi=-1 \
-         qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} \
+         qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} \
          user=default redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
@@ -165,6 +167,7 @@ pub fn describe(c: &ClientHandle, now_ms: u64, blocked: bool) -> String {
         c.db.load(Ordering::Relaxed),
         sub,
         psub,
+        qbuf,
         cmd,
         c.resp.load(Ordering::Relaxed),
         lib_name,
@@ -211,12 +214,32 @@ fn list(ctx: &mut Ctx<'_>, filters: &[&[u8]]) -> CmdResult {
         if subscribed.is_some_and(|want| want != c.is_subscriber()) {
             continue;
         }
-        text.push_str(&describe(&c, ctx.now_ms, ctx.server.blocking.is_blocked(c.id)));
+        let qbuf = if c.id == ctx.client.handle.id { ctx.client.query_pending } else { 0 };
+        text.push_str(&describe(&c, ctx.now_ms, ctx.server.blocking.is_blocked(c.id), qbuf));
         text.push('\n');
     }
     ctx.out.verbatim("txt", text.as_bytes());
     Ok(())
 }
+
+/// MONITOR: from now on the connection also receives a line for every
+/// command the server runs (see [`crate::monitor`]).
+pub fn monitor(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
+    let denies_blocking = ctx.client.in_exec || matches!(ctx.client.block, crate::blocking::BlockState::Denied);
+    if denies_blocking || ctx.client.origin != crate::client::Origin::Connection {
+        return Err(CmdError::Static("ERR MONITOR isn't allowed for DENY BLOCKING client"));
+    }
+    if ctx.client.monitor.is_none() {
+        let queue = Arc::new(crate::pubsub::Subscriber::new(ctx.client.handle.clone()));
+        ctx.server.monitors.add(queue.clone());
+        ctx.client.monitor = Some(queue);
+    }
+    ctx.out.ok();
+    Ok(())
+}
+
+/// The one user every connection runs as.
+const DEFAULT_USER: &str = "default";
 
 /// A CLIENT KILL filter.
 #[derive(Default)]
@@ -239,7 +262,7 @@ impl KillFilter {
             && self.addr.as_ref().is_none_or(|a| *a == c.addr.to_string())
             && self.laddr.as_ref().is_none_or(|a| *a == c.local_addr.to_string())
             && self.client_type.is_none_or(|t| t == Some(c.is_subscriber()))
-            && self.user.as_ref().is_none_or(|u| u == "default")
+            && self.user.as_ref().is_none_or(|u| u == DEFAULT_USER)
             && self.max_age.is_none_or(|age| now_ms.saturating_sub(c.created_ms) / 1000 >= age)
     }
 }
@@ -267,6 +290,10 @@ fn parse_kill_filter(args: &[&[u8]]) -> Result<KillFilter, CmdError> {
                 return Err(CmdError::err(format!("Unknown client type '{}'", text(value))));
             }
         } else if is(key, "user") {
+            // The only user there is (no ACL users yet).
+            if text(value) != DEFAULT_USER {
+                return Err(CmdError::err(format!("No such user '{}'", text(value))));
+            }
             f.user = Some(text(value));
         } else if is(key, "skipme") {
             f.skip_me = on_off_yes_no(value)?;

@@ -140,6 +140,9 @@ fn write_hello_map(ctx: &mut Ctx<'_>, protocol: ProtocolVersion) {
 
 pub fn reset(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     super::pubsub::leave(ctx);
+    if ctx.client.monitor.take().is_some() {
+        ctx.server.monitors.remove(ctx.client.id());
+    }
     ctx.client.select(0);
     ctx.client.set_protocol(ProtocolVersion::Resp2);
     ctx.client.reply_mode = ReplyMode::On;

@@ -310,6 +310,19 @@ pub fn subcommand_names(name: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Whether Redis's command table gives `name` (`config`, `client|list`) the
+/// flag `flag` (`admin`, `skip_monitor`, ...).
+pub fn has_flag(name: &str, flag: &str) -> bool {
+    let Some(Node::Array(items)) = find(name).map(|e| e.info) else { return false };
+    match items.get(2) {
+        Some(Node::Array(flags) | Node::Set(flags)) => flags.iter().any(|f| {
+            f.as_bulk().is_some_and(|f| f.eq_ignore_ascii_case(flag))
+                || matches!(f, Node::Simple(s) if s.eq_ignore_ascii_case(flag))
+        }),
+        _ => false,
+    }
+}
+
 /// The Redis version the metadata was taken from (`7.0.15`).
 pub fn redis_version() -> &'static str {
     index().version

@@ -101,6 +101,10 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
     };
     let spec = table::spec(index);
     ctx.client.handle.last_command.store(index as u16, std::sync::atomic::Ordering::Relaxed);
+    if table::has_subcommands(index) {
+        let slot = args.get(1).map_or(0, |sub| table::subcommand_slot(index, sub));
+        ctx.client.handle.last_subcommand.store(slot, std::sync::atomic::Ordering::Relaxed);
+    }
     let counters = &ctx.stats.per_command[index];
     if let Err(e) = admit(ctx, spec, args) {
         ctx.out.error(&e.message(spec.name));
@@ -135,6 +139,11 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
         record_error(ctx);
         return;
     }
+    let monitored = ctx.server.monitors.active();
+    // A script's own line comes before the commands it runs, as in Redis.
+    if monitored && spec.runs_script() {
+        crate::monitor::feed(ctx, index, args);
+    }
     let reply_start = ctx.out.buffer().len();
     let started = ctx.clock.mark();
     let result = crate::persistence::logging::run(ctx, spec, args);
@@ -148,6 +157,9 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
     }
     if record_error(ctx) {
         counters.failed.add(1);
+    }
+    if monitored && !spec.runs_script() {
+        crate::monitor::feed(ctx, index, args);
     }
     apply_reply_mode(ctx, reply_start, spec.name == "client", spec.flags & table::PUSH_REPLY != 0);
 }

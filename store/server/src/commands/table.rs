@@ -108,6 +108,7 @@ pub static CORE: &[CommandSpec] = &[
     c("time", 1, F | LOADING_OK, NONE, server_admin::time),
     c("lastsave", 1, F | LOADING_OK, NONE, server_admin::lastsave),
     c("debug", -2, ADMIN | LOADING_OK, NONE, debug::debug),
+    c("monitor", 1, ADMIN | LOADING_OK, NONE, client::monitor),
     c("object", -2, R, (2, 2, 1), introspection::object),
     c("memory", -2, R, NONE, introspection::memory),
     c("save", 1, ADMIN, NONE, server_admin::save),
@@ -201,6 +202,45 @@ pub fn count() -> usize {
 
 pub fn spec(index: usize) -> &'static CommandSpec {
     all()[index]
+}
+
+/// The full names (`client|list`, ...) of each command's subcommands, by
+/// command index, sorted; empty for a command without subcommands.
+fn subcommands() -> &'static [Vec<String>] {
+    static SUBCOMMANDS: OnceLock<Vec<Vec<String>>> = OnceLock::new();
+    SUBCOMMANDS.get_or_init(|| all().iter().map(|c| super::meta::subcommand_names(c.name)).collect())
+}
+
+/// Whether command `index` is a container (CLIENT, CONFIG, ...).
+#[inline]
+pub fn has_subcommands(index: usize) -> bool {
+    !subcommands()[index].is_empty()
+}
+
+/// Where `arg` sits among command `index`'s subcommands, plus one (0: the
+/// command has no subcommands, or none is named `arg`). Remembered per client
+/// for CLIENT LIST's `cmd=` field.
+pub fn subcommand_slot(index: usize, arg: &[u8]) -> u8 {
+    let names = &subcommands()[index];
+    if names.is_empty() {
+        return 0;
+    }
+    let name = spec(index).name;
+    let position = names.iter().position(|full| {
+        full.strip_prefix(name)
+            .and_then(|rest| rest.strip_prefix('|'))
+            .is_some_and(|sub| sub.as_bytes().eq_ignore_ascii_case(arg))
+    });
+    position.map_or(0, |p| u8::try_from(p + 1).unwrap_or(0))
+}
+
+/// A command's full name as Redis prints it (`set`, `client|list`), from
+/// its index and [`subcommand_slot`].
+pub fn full_name(index: usize, slot: u8) -> &'static str {
+    match slot.checked_sub(1).and_then(|p| subcommands()[index].get(usize::from(p))) {
+        Some(full) => full,
+        None => spec(index).name,
+    }
 }
 
 /// Name → index. foldhash rather than SipHash: the names are ours, not an

@@ -29,6 +29,7 @@ impl<'a> Replayer<'a> {
         let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
         let handle = Arc::new(ClientHandle::new(0, addr, addr, -1, 0, 0));
         let mut client = Client::new(handle, false);
+        client.origin = crate::client::Origin::Internal;
         client.block = BlockState::Denied;
         Replayer { server, client, stats: WorkerStats::new(table::count()), out: Vec::with_capacity(256), errors: 0 }
     }

@@ -88,6 +88,7 @@ pub fn execute(
     let held = keyspace.hold_shards(&all);
     let running = Running::start(&scripting.busy);
     let mut client = Client::new(caller.handle.clone(), false);
+    client.origin = crate::client::Origin::Script;
     client.db = caller.db;
     client.block = BlockState::Denied;
     let wal = server.persistence.wal();
