@@ -245,6 +245,8 @@ pub struct RuntimeConfig {
     eviction: std::sync::atomic::AtomicU8,
     /// `notify-keyspace-events`, shared with the keyspace's tables.
     pub key_events: Arc<KeyEvents>,
+    /// The slow log, with its `slowlog-log-slower-than` and `slowlog-max-len`.
+    pub slowlog: crate::slowlog::SlowLog,
 }
 
 impl RuntimeConfig {
@@ -275,6 +277,7 @@ impl RuntimeConfig {
             lfu_policy: AtomicBool::new(false),
             requirepass: RwLock::new(None),
             key_events: Arc::default(),
+            slowlog: crate::slowlog::SlowLog::default(),
             maxmemory: AtomicU64::new(0),
             eviction: std::sync::atomic::AtomicU8::new(0),
         };
@@ -345,6 +348,8 @@ impl RuntimeConfig {
             "maxmemory" => self.maxmemory.store(as_usize() as u64, Ordering::Relaxed),
             "requirepass" => *self.requirepass.write() = Some(value.to_string()).filter(|v| !v.is_empty()),
             "notify-keyspace-events" => self.key_events.set_flags(events::parse_flags(value).unwrap_or(0)),
+            "slowlog-log-slower-than" => self.slowlog.set_threshold_us(value.parse().unwrap_or(-1)),
+            "slowlog-max-len" => self.slowlog.set_max_len(as_usize()),
             _ => {
                 if let Some(limit) = cairn_engine::types::encoding::LIMITS.by_name(name) {
                     limit.set(value.parse().unwrap_or(0));

@@ -21,7 +21,8 @@
 //! - [`blocking`]: clients blocked in BLPOP and friends, and how they are served.
 //! - [`pubsub`]: channel and pattern subscribers, and delivery across workers;
 //!   [`notify`]: keyspace notifications published through it; [`monitor`]:
-//!   MONITOR's feed of every command run, delivered the same way.
+//!   MONITOR's feed of every command run, delivered the same way; [`slowlog`]:
+//!   SLOWLOG's record of slow commands; [`redact`]: the credentials both hide.
 //! - [`maxmemory`]: `-OOM` for `denyoom` commands and eviction above `maxmemory`.
 //! - [`server`]: the state all workers share; [`stats`]: per-worker counters.
 //! - [`watch`]: WATCH bookkeeping (who watches which key).
@@ -59,9 +60,11 @@ pub mod native;
 pub mod notify;
 pub mod persistence;
 pub mod pubsub;
+pub mod redact;
 pub mod scripting;
 pub mod server;
 pub mod shutdown;
+pub mod slowlog;
 pub mod stats;
 pub mod watch;
 pub mod worker;

@@ -82,7 +82,7 @@ pub fn format_line(now_us: u64, db: usize, source: &str, args: &[&[u8]]) -> Vec<
     let mut line = format!("+{}.{:06} [{} {}]", now_us / 1_000_000, now_us % 1_000_000, db, source).into_bytes();
     for (i, arg) in args.iter().enumerate() {
         line.push(b' ');
-        if is_secret(args, i) {
+        if crate::redact::is_secret(args, i) {
             quote_into(&mut line, b"(redacted)");
         } else {
             quote_into(&mut line, arg);
@@ -90,20 +90,6 @@ pub fn format_line(now_us: u64, db: usize, source: &str, args: &[&[u8]]) -> Vec<
     }
     line.extend_from_slice(b"\r\n");
     line
-}
-
-/// Whether argument `i` is a credential Redis redacts: AUTH's arguments,
-/// and the username and password after HELLO's AUTH option.
-fn is_secret(args: &[&[u8]], i: usize) -> bool {
-    let name = args.first().copied().unwrap_or_default();
-    if name.eq_ignore_ascii_case(b"auth") {
-        return i >= 1;
-    }
-    if name.eq_ignore_ascii_case(b"hello") {
-        let option = args.iter().skip(2).position(|a| a.eq_ignore_ascii_case(b"auth")).map(|p| p + 2);
-        return option.is_some_and(|at| i == at + 1 || i == at + 2);
-    }
-    false
 }
 
 /// Appends `bytes` quoted as Redis's `sdscatrepr` does.

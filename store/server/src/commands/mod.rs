@@ -23,6 +23,7 @@ pub mod pubsub;
 pub mod scripting;
 pub mod server_admin;
 pub mod sets;
+pub mod slowlog;
 pub mod sort;
 pub mod streams;
 pub mod strings;
@@ -147,7 +148,11 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
     let reply_start = ctx.out.buffer().len();
     let started = ctx.clock.mark();
     let result = crate::persistence::logging::run(ctx, spec, args);
-    counters.record_usec(ctx.clock.finish(started));
+    let duration_us = ctx.clock.finish(started);
+    counters.record_usec(duration_us);
+    if ctx.server.runtime.slowlog.wants(index, duration_us) && ctx.client.origin != crate::client::Origin::Internal {
+        log_slow(ctx, args, duration_us);
+    }
     counters.calls.add(1);
     ctx.stats.commands.add(1);
     match result {
@@ -162,6 +167,15 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
         crate::monitor::feed(ctx, index, args);
     }
     apply_reply_mode(ctx, reply_start, spec.name == "client", spec.flags & table::PUSH_REPLY != 0);
+}
+
+/// Records a command in SLOWLOG.
+#[cold]
+fn log_slow(ctx: &Ctx<'_>, args: &[&[u8]], duration_us: u64) {
+    let handle = &ctx.client.handle;
+    let client_name = handle.name.lock().clone().unwrap_or_default();
+    let peer = handle.addr.to_string();
+    ctx.server.runtime.slowlog.record(crate::slowlog::Logged { args, duration_us, peer, client_name });
 }
 
 /// A `denyoom` command while memory is above `maxmemory` (after eviction);

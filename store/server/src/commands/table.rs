@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use super::{
     bits, client, connection, debug, dump, expire, hashes, info, introspection, keys, lists, pubsub, scripting,
-    server_admin, sets, sort, streams, strings, transactions, zsets, Handler,
+    server_admin, sets, slowlog, sort, streams, strings, transactions, zsets, Handler,
 };
 
 /// Modifies the keyspace: the write-ahead log records every command with this flag.
@@ -109,6 +109,7 @@ pub static CORE: &[CommandSpec] = &[
     c("lastsave", 1, F | LOADING_OK, NONE, server_admin::lastsave),
     c("debug", -2, ADMIN | LOADING_OK, NONE, debug::debug),
     c("monitor", 1, ADMIN | LOADING_OK, NONE, client::monitor),
+    c("slowlog", -2, ADMIN | LOADING_OK, NONE, slowlog::slowlog),
     c("object", -2, R, (2, 2, 1), introspection::object),
     c("memory", -2, R, NONE, introspection::memory),
     c("save", 1, ADMIN, NONE, server_admin::save),
@@ -328,7 +329,7 @@ mod tests {
             }
             assert_eq!(
                 has("loading"),
-                spec.flags & LOADING_OK != 0 && spec.name != "client" && spec.name != "config",
+                spec.flags & LOADING_OK != 0 && !["client", "config", "slowlog"].contains(&spec.name),
                 "LOADING_OK flag of {}",
                 spec.name
             );

@@ -1,0 +1,44 @@
+//! Which command arguments are credentials, shown as `(redacted)` in
+//! MONITOR and SLOWLOG (Redis's `redactClientCommandArgument` callers).
+
+/// Whether argument `i` of `args` is a credential: AUTH's arguments, the
+/// username and password after HELLO's AUTH option, and the value of CONFIG
+/// SET `requirepass` / `masterauth`.
+pub fn is_secret(args: &[&[u8]], i: usize) -> bool {
+    let name = args.first().copied().unwrap_or_default();
+    if name.eq_ignore_ascii_case(b"auth") {
+        return i >= 1;
+    }
+    if name.eq_ignore_ascii_case(b"hello") {
+        let option = args.iter().skip(2).position(|a| a.eq_ignore_ascii_case(b"auth")).map(|p| p + 2);
+        return option.is_some_and(|at| i == at + 1 || i == at + 2);
+    }
+    let config_set =
+        name.eq_ignore_ascii_case(b"config") && args.get(1).is_some_and(|s| s.eq_ignore_ascii_case(b"set"));
+    if config_set && i >= 3 && (i - 3) % 2 == 0 {
+        let parameter = args[i - 1];
+        return parameter.eq_ignore_ascii_case(b"requirepass") || parameter.eq_ignore_ascii_case(b"masterauth");
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secrets(args: &[&str]) -> Vec<usize> {
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        (0..args.len()).filter(|&i| is_secret(&args, i)).collect()
+    }
+
+    #[test]
+    fn credentials_are_found_where_redis_redacts_them() {
+        assert_eq!(secrets(&["AUTH", "pass"]), [1]);
+        assert_eq!(secrets(&["auth", "user", "pass"]), [1, 2]);
+        assert_eq!(secrets(&["HELLO", "3", "AUTH", "u", "p", "SETNAME", "x"]), [3, 4]);
+        assert_eq!(secrets(&["HELLO", "3"]), Vec::<usize>::new());
+        assert_eq!(secrets(&["CONFIG", "SET", "maxmemory", "1", "requirepass", "p", "masterauth", "q"]), [5, 7]);
+        assert_eq!(secrets(&["CONFIG", "GET", "requirepass"]), Vec::<usize>::new());
+        assert_eq!(secrets(&["SET", "auth", "x"]), Vec::<usize>::new());
+    }
+}
