@@ -258,8 +258,12 @@ def redis_source_tree() -> Path:
 
 
 def runtest_command(unit: str, port: int, timeout_s: int, extra: list[str]) -> list[str]:
+    # runtest listens for its test clients on the first free port of the 32
+    # below --baseport (default 21111): a base of our own per run keeps two
+    # harnesses on one machine from colliding there.
+    base = ports.free_port() + 32
     return ["./runtest", "--host", HOST, "--port", str(port), "--single", unit,
-            "--timeout", str(timeout_s), *RUNTEST_FLAGS, *extra]
+            "--timeout", str(timeout_s), "--baseport", str(base), *RUNTEST_FLAGS, *extra]
 
 
 def run_runtest(argv: list[str], src: Path, limit_s: int) -> tuple[str, bool]:

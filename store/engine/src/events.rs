@@ -100,6 +100,8 @@ pub struct KeyEvents {
     sink: OnceLock<Sink>,
     /// Keys deleted because their time to live passed, since start.
     expired: AtomicU64,
+    /// Wall-clock ms until which expired keys are not deleted (CLIENT PAUSE).
+    expiry_paused_until: AtomicU64,
 }
 
 impl fmt::Debug for KeyEvents {
@@ -140,6 +142,19 @@ impl KeyEvents {
     pub fn key_expired(&self, db: usize, key: &[u8]) {
         self.expired.fetch_add(1, Ordering::Relaxed);
         self.emit(EXPIRED, "expired", db, key);
+    }
+
+    /// Until `until_ms` (wall clock; 0: no more), keys found expired read
+    /// as absent but are neither deleted nor counted (CLIENT PAUSE stops
+    /// every write, expiry's included).
+    pub fn pause_expiry_until(&self, until_ms: u64) {
+        self.expiry_paused_until.store(until_ms, Ordering::Release);
+    }
+
+    /// Whether expired keys must stay at `now_ms` (see [`KeyEvents::pause_expiry_until`]).
+    #[inline]
+    pub fn expiry_paused(&self, now_ms: u64) -> bool {
+        now_ms < self.expiry_paused_until.load(Ordering::Acquire)
     }
 
     /// Keys expired since start, lazily and actively (INFO `expired_keys`).

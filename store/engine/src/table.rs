@@ -67,6 +67,9 @@ impl Table {
         }
         match self.map.entry_ref(key) {
             EntryRef::Occupied(slot) if slot.get().is_expired(now_ms) => {
+                if self.events.as_ref().is_some_and(|ev| ev.expiry_paused(now_ms)) {
+                    return None;
+                }
                 let (k, entry) = slot.remove_entry();
                 self.expires.remove(&(entry.expire_at_ms, k));
                 expired_in(&self.events, self.db, key);

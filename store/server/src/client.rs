@@ -207,6 +207,10 @@ pub struct Client {
     pub off_worker: bool,
     /// EXEC is running this client's queued commands (it holds their shards).
     pub in_exec: bool,
+    /// CLIENT PAUSE holds the next command: the connection waits for the
+    /// pause to end, then runs it. `Some(held_by_write)`: whether a `WRITE`
+    /// pause holds it (an `ALL` pause holds every command).
+    pub wait_pause: Option<bool>,
     /// Who issues this client's commands.
     pub origin: Origin,
     /// After MONITOR: the queue the server's command feed goes to.
@@ -239,6 +243,7 @@ impl Client {
             pending_exec: false,
             off_worker: false,
             in_exec: false,
+            wait_pause: None,
             origin: Origin::Connection,
             monitor: None,
             query_pending: 0,

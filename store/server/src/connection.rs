@@ -128,6 +128,11 @@ async fn connection_loop(
             unblocked = true;
             continue;
         }
+        if let Some(held_by_write) = client.wait_pause.take() {
+            server.pause.wait(held_by_write).await;
+            unblocked = true;
+            continue;
+        }
         if std::mem::take(&mut client.wait_script) {
             server.scripting.wait(&server.runtime.busy_reply_threshold_ms).await;
             unblocked = true;
@@ -349,6 +354,10 @@ fn execute_batch(
                                 break;
                             }
                         }
+                    }
+                    if let Some(held_by_write) = crate::pause::gate(&ctx, &args) {
+                        ctx.client.wait_pause = Some(held_by_write);
+                        break;
                     }
                     if crate::commands::transactions::exec_runs_script(&ctx, &args) {
                         // Off this thread, with the client (see scripting::offload).

@@ -13,12 +13,13 @@ pub const EXPIRE_PERIOD: Duration = Duration::from_millis(100);
 pub const EXPIRE_BUDGET_PER_SHARD: usize = 200;
 
 /// Expires keys in share `index` of `shares` of the shards; returns how many
-/// keys it deleted. Does nothing while recovery runs, or while a script is
+/// keys it deleted. Does nothing while recovery runs, while CLIENT PAUSE
+/// holds writes, or while a script is
 /// pending (it holds every shard; worker `index` marks itself executing, see
 /// `scripting::quiesce`).
 pub fn expire_pass(server: &Server, index: usize, shares: usize) -> usize {
     let _executing = server.scripting.quiesce.enter(index);
-    if server.persistence.is_loading() || server.scripting.script_pending() {
+    if server.persistence.is_loading() || server.scripting.script_pending() || server.pause.is_paused() {
         return 0;
     }
     let now = cairn_engine::clock::monotonic_now_ms();

@@ -25,7 +25,8 @@
 //!   SLOWLOG's record of slow commands; [`redact`]: the credentials both hide.
 //! - [`maxmemory`]: `-OOM` for `denyoom` commands and eviction above `maxmemory`.
 //! - [`server`]: the state all workers share; [`stats`]: per-worker counters.
-//! - [`watch`]: WATCH bookkeeping (who watches which key).
+//! - [`watch`]: WATCH bookkeeping (who watches which key); [`pause`]: CLIENT
+//!   PAUSE, which holds writes (or everything) until it ends.
 //! - [`shutdown`]: the signal that stops every worker.
 //! - [`persistence`]: durability tiers, logging every write, durable acks,
 //!   snapshots and recovery (over the engine's `durability` module).
@@ -58,6 +59,7 @@ pub mod metrics;
 pub mod monitor;
 pub mod native;
 pub mod notify;
+pub mod pause;
 pub mod persistence;
 pub mod pubsub;
 pub mod redact;

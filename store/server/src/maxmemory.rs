@@ -69,7 +69,8 @@ pub fn over_limit(server: &Server) -> bool {
 /// Evicts keys (if the policy allows) while above the limit; returns whether
 /// memory is still above it (a `denyoom` command must then be refused).
 pub fn make_room(server: &Server, now_ms: u64) -> bool {
-    if !over_limit(server) {
+    // Nothing is evicted during CLIENT PAUSE (its writes wait anyway).
+    if !over_limit(server) || server.pause.is_paused() {
         return false;
     }
     let eviction = server.runtime.eviction();

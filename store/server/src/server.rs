@@ -29,6 +29,8 @@ pub struct Server {
     pub pubsub: Arc<crate::pubsub::PubSub>,
     /// Connections in MONITOR mode.
     pub monitors: crate::monitor::Monitors,
+    /// CLIENT PAUSE.
+    pub pause: crate::pause::ClientPause,
     pub workers: Vec<Arc<WorkerStats>>,
     pub shutdown: Shutdown,
     pub started: Instant,
@@ -81,6 +83,7 @@ impl Server {
         let keyspace = Keyspace::with_events(config.databases, config.shards, runtime.key_events.clone());
         let pubsub = Arc::new(crate::pubsub::PubSub::default());
         crate::notify::install(keyspace.events(), pubsub.clone());
+        let pause = crate::pause::ClientPause::new(runtime.key_events.clone());
         Server {
             runtime,
             keyspace,
@@ -89,6 +92,7 @@ impl Server {
             blocking: Blocking::default(),
             pubsub,
             monitors: crate::monitor::Monitors::default(),
+            pause,
             workers: (0..num_workers).map(|_| Arc::new(WorkerStats::new(num_commands))).collect(),
             shutdown,
             started: Instant::now(),

@@ -1,5 +1,6 @@
 //! CLIENT and its subcommands: ID, SETNAME, GETNAME, SETINFO, LIST, INFO,
-//! KILL, NO-EVICT, REPLY, GETREDIR, HELP.
+//! KILL, NO-EVICT, REPLY, PAUSE, UNPAUSE, GETREDIR, HELP; and MONITOR, which
+//! turns a connection into a watcher of every command.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -54,6 +55,13 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         };
         let id = int_arg(args[2])?;
         ctx.out.int(ctx.server.blocking.unblock(id as u64, error) as i64);
+    } else if is(sub, "pause") {
+        arity(argc == 3 || argc == 4)?;
+        pause(ctx, args[2], args.get(3).copied())?;
+    } else if is(sub, "unpause") {
+        arity(argc == 2)?;
+        ctx.server.pause.unpause();
+        ctx.out.ok();
     } else if is(sub, "getredir") {
         arity(argc == 2)?;
         ctx.out.int(-1);
@@ -222,6 +230,25 @@ fn list(ctx: &mut Ctx<'_>, filters: &[&[u8]]) -> CmdResult {
     Ok(())
 }
 
+/// CLIENT PAUSE timeout [WRITE|ALL] (see [`crate::pause`]).
+fn pause(ctx: &mut Ctx<'_>, timeout: &[u8], mode: Option<&[u8]>) -> CmdResult {
+    use crate::pause::PauseMode;
+    let mode = match mode {
+        None => PauseMode::All,
+        Some(m) if is(m, "write") => PauseMode::Write,
+        Some(m) if is(m, "all") => PauseMode::All,
+        Some(_) => return Err(CmdError::Static("ERR CLIENT PAUSE mode must be WRITE or ALL")),
+    };
+    let ms = int_arg(timeout).map_err(|_| CmdError::Static("ERR timeout is not an integer or out of range"))?;
+    if ms < 0 {
+        return Err(CmdError::Static("ERR timeout is negative"));
+    }
+    let now = cairn_engine::clock::now_ms();
+    ctx.server.pause.pause(mode, now.saturating_add(ms as u64), now);
+    ctx.out.ok();
+    Ok(())
+}
+
 /// MONITOR: from now on the connection also receives a line for every
 /// command the server runs (see [`crate::monitor`]).
 pub fn monitor(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
@@ -362,6 +389,10 @@ fn help(ctx: &mut Ctx<'_>) {
         "    Return information about client connections. Options: TYPE <type>, ID <id> [...].",
         "NO-EVICT (ON|OFF)",
         "    Protect current client connection from eviction.",
+        "UNPAUSE",
+        "    Stop the current client pause, resuming traffic.",
+        "PAUSE <timeout> [WRITE|ALL]",
+        "    Suspend all, or just write, clients for <timeout> milliseconds.",
         "REPLY (ON|OFF|SKIP)",
         "    Control the replies sent to the current connection.",
         "SETNAME <name>",

@@ -124,7 +124,7 @@ fn clients_section(server: &Server, out: &mut String) -> &'static str {
     field!(out, "maxclients", server.runtime.maxclients.load(Ordering::Relaxed));
     field!(out, "client_recent_max_input_buffer", 0);
     field!(out, "client_recent_max_output_buffer", 0);
-    field!(out, "blocked_clients", server.blocking.blocked_clients());
+    field!(out, "blocked_clients", server.blocking.blocked_clients() + server.pause.waiting());
     field!(out, "tracking_clients", 0);
     field!(out, "clients_in_timeout_table", 0);
     "Clients"

@@ -20,6 +20,8 @@ const IMPLEMENTED_SUBCOMMANDS: &[&str] = &[
     "client|no-evict",
     "client|reply",
     "client|getredir",
+    "client|pause",
+    "client|unpause",
     "client|help",
     "command|count",
     "command|docs",

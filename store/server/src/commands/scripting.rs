@@ -51,8 +51,14 @@ fn numkeys(args: &[&[u8]]) -> Result<usize, CmdError> {
 fn eval_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], by_sha: bool, read_only: bool) -> CmdResult {
     let numkeys = numkeys(args)?;
     let cache = &ctx.server.scripting.cache;
+    let shebang = |body: &[u8]| crate::scripting::shebang::parse(body).map_err(CmdError::err);
+    if !by_sha {
+        // A malformed shebang is refused before the script is cached.
+        shebang(args[1])?;
+    }
     let (sha, body) =
         if by_sha { cache.get(args[1]).ok_or(CmdError::Static(NOSCRIPT))? } else { cache.insert(args[1]) };
+    let read_only = read_only || shebang(&body)?.is_some_and(|s| s.no_writes);
     let request = ScriptRequest {
         sha,
         body,
@@ -111,6 +117,7 @@ pub fn script(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let scripting = &ctx.server.scripting;
     if is(sub, "load") {
         arity_ok(args.len() == 3)?;
+        crate::scripting::shebang::parse(args[2]).map_err(CmdError::err)?;
         let (sha, _) = scripting.cache.insert(args[2]);
         ctx.out.bulk(sha.as_bytes());
     } else if is(sub, "exists") {

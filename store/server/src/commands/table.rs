@@ -212,6 +212,15 @@ fn subcommands() -> &'static [Vec<String>] {
     SUBCOMMANDS.get_or_init(|| all().iter().map(|c| super::meta::subcommand_names(c.name)).collect())
 }
 
+/// Commands Redis 7.0 flags `may_replicate` (src/commands.c; COMMAND INFO
+/// does not show the flag): they write nothing themselves but may propagate.
+const MAY_REPLICATE: &[&str] = &["pfcount", "publish", "spublish", "eval", "evalsha", "fcall"];
+
+/// Whether command `index` is one Redis flags `may_replicate`.
+pub fn may_replicate(index: usize) -> bool {
+    MAY_REPLICATE.contains(&spec(index).name)
+}
+
 /// Whether command `index` is a container (CLIENT, CONFIG, ...).
 #[inline]
 pub fn has_subcommands(index: usize) -> bool {

@@ -98,7 +98,7 @@ impl LuaEnv {
         }
         let f = self
             .lua
-            .load(body)
+            .load(super::shebang::code(body))
             .set_name("@user_script")
             .into_function()
             .map_err(|e| format!("ERR Error compiling script (new function): {}", syntax_message(&e)))?;

@@ -3,7 +3,8 @@
 //!
 //! # Layout
 //!
-//! - [`cache`]: SHA1 → script body (SCRIPT LOAD, EVAL).
+//! - [`cache`]: SHA1 → script body (SCRIPT LOAD, EVAL); [`shebang`]: the
+//!   `#!lua flags=...` line a script may start with.
 //! - [`busy`]: the running script's state: BUSY replies, SCRIPT KILL.
 //! - [`quiesce`]: keeping worker threads off the shard locks a script holds.
 //! - [`offload`]: running a script (or a transaction or native frame that
@@ -32,6 +33,7 @@ pub mod lua_memory;
 pub mod offload;
 pub mod quiesce;
 pub mod run;
+pub mod shebang;
 
 use std::sync::{Arc, OnceLock};
 

@@ -28,7 +28,8 @@ pub struct ScriptRequest {
     pub body: Arc<[u8]>,
     pub keys: Vec<Vec<u8>>,
     pub argv: Vec<Vec<u8>>,
-    /// EVAL_RO / EVALSHA_RO: write commands are refused.
+    /// EVAL_RO / EVALSHA_RO, or a `no-writes` shebang: write and
+    /// may-replicate (PUBLISH, ...) commands are refused.
     pub read_only: bool,
 }
 
@@ -300,7 +301,7 @@ fn call_command(st: &mut CallState<'_, '_>, argv: &[Vec<u8>]) -> Result<Vec<u8>,
     if !spec.arity_ok(argv.len()) {
         return Err("ERR Wrong number of args calling Redis command from script");
     }
-    if spec.flags & table::WRITE != 0 {
+    if spec.flags & table::WRITE != 0 || table::may_replicate(index) {
         if st.read_only {
             return Err("ERR Write commands are not allowed from read-only scripts.");
         }
