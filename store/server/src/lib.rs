@@ -152,8 +152,10 @@ pub fn start(mut config: Config, shutdown: Shutdown) -> Result<RunningServer, St
     let (admin_addr, admin_listener) = admin::bind(&config.admin_bind, config.admin_port).map_err(|source| {
         StartError::AdminListen { addr: format!("{}:{}", config.admin_bind, config.admin_port), source }
     })?;
-    // Calibrate the latency clock now, not on the first command.
+    // Calibrate the latency clock now, not on the first command; and read
+    // Redis's command metadata (a JSON parse) before clients come.
     let _ = quanta::Instant::now();
+    commands::table::warm_up();
     // Resolved once, here: the workers read the configured value.
     let quota = cpu_quota::cpu_quota();
     config.resolve_spin_budgets(quota);

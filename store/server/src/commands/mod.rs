@@ -102,7 +102,7 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
     };
     let spec = table::spec(index);
     ctx.client.handle.last_command.store(index as u16, std::sync::atomic::Ordering::Relaxed);
-    if table::has_subcommands(index) {
+    if spec.flags & table::SUBCOMMANDS != 0 {
         let slot = args.get(1).map_or(0, |sub| table::subcommand_slot(index, sub));
         ctx.client.handle.last_subcommand.store(slot, std::sync::atomic::Ordering::Relaxed);
     }

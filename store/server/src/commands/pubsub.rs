@@ -9,7 +9,7 @@
 
 use cairn_protocol::ProtocolVersion;
 
-use super::table::{c, CommandSpec, F, LOADING_OK, NONE, PUSH_REPLY};
+use super::table::{c, CommandSpec, F, LOADING_OK, NONE, PUSH_REPLY, SUBCOMMANDS};
 use super::{is, CmdError, CmdResult, Ctx};
 use crate::pubsub::Subscriptions;
 
@@ -21,7 +21,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     c("psubscribe", -2, PUSH_REPLY | LOADING_OK, NONE, psubscribe),
     c("punsubscribe", -1, PUSH_REPLY | LOADING_OK, NONE, punsubscribe),
     c("publish", 3, F | LOADING_OK, NONE, publish),
-    c("pubsub", -2, 0, NONE, pubsub),
+    c("pubsub", -2, SUBCOMMANDS, NONE, pubsub),
 ];
 
 /// Commands a RESP2 connection may run in subscribed mode.

@@ -1,6 +1,6 @@
 //! EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT (see crate::scripting).
 
-use super::table::{c, CommandSpec, MOVABLE, NONE, RUNS_SCRIPT};
+use super::table::{c, CommandSpec, MOVABLE, NONE, RUNS_SCRIPT, SUBCOMMANDS};
 use super::{int_arg, is, CmdError, CmdResult, Ctx};
 use crate::blocking::BlockState;
 use crate::scripting::run::{self, ScriptRequest};
@@ -10,7 +10,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     c("evalsha", -3, MOVABLE | RUNS_SCRIPT, NONE, evalsha),
     c("eval_ro", -3, super::table::R | MOVABLE | RUNS_SCRIPT, NONE, eval_ro),
     c("evalsha_ro", -3, super::table::R | MOVABLE | RUNS_SCRIPT, NONE, evalsha_ro),
-    c("script", -2, 0, NONE, script),
+    c("script", -2, SUBCOMMANDS, NONE, script),
 ];
 
 const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";

@@ -29,7 +29,7 @@ use cairn_engine::types::Stream;
 use cairn_engine::{Table, Value};
 use cairn_protocol::ReplyWriter;
 
-use super::table::{c, CommandSpec, F, K1, MOVABLE, NONE, R, W};
+use super::table::{c, CommandSpec, F, K1, MOVABLE, NONE, R, SUBCOMMANDS, W};
 use super::{text, CmdError, CmdResult, Ctx};
 
 /// XREAD and XREADGROUP name their keys after `STREAMS`, which the table
@@ -51,12 +51,12 @@ pub static COMMANDS: &[CommandSpec] = &[
     c("xrevrange", -4, R, K1, range::xrevrange),
     c("xread", -4, R, KSTREAMS, read::xread),
     c("xreadgroup", -7, W | MOVABLE, KSTREAMS, read::xreadgroup),
-    c("xgroup", -2, W, K2, groups::xgroup),
+    c("xgroup", -2, W | SUBCOMMANDS, K2, groups::xgroup),
     c("xack", -4, W | F, K1, pending::xack),
     c("xpending", -3, R, K1, pending::xpending),
     c("xclaim", -6, W | F, K1, pending::xclaim),
     c("xautoclaim", -6, W | F, K1, pending::xautoclaim),
-    c("xinfo", -2, R, K2, info::xinfo),
+    c("xinfo", -2, R | SUBCOMMANDS, K2, info::xinfo),
 ];
 
 /// The stream stored at `key`: `Ok(None)` when absent, WRONGTYPE for other types.

@@ -29,6 +29,9 @@ pub const LOADING_OK: u32 = 1 << 7;
 pub const PUSH_REPLY: u32 = 1 << 8;
 /// Runs a Lua script (EVAL ...): holds every shard; EXEC holds them all for it.
 pub const RUNS_SCRIPT: u32 = 1 << 9;
+/// A container whose first argument names a subcommand (CLIENT, CONFIG, ...),
+/// as Redis's command table has it (checked by a test).
+pub const SUBCOMMANDS: u32 = 1 << 10;
 
 /// One command.
 #[derive(Debug)]
@@ -96,10 +99,10 @@ pub static CORE: &[CommandSpec] = &[
     c("select", 2, F | LOADING_OK, NONE, connection::select),
     c("quit", -1, F | NO_AUTH | TXN_CONTROL | LOADING_OK, NONE, connection::quit),
     c("reset", 1, F | NO_AUTH | TXN_CONTROL | LOADING_OK, NONE, connection::reset),
-    c("client", -2, LOADING_OK, NONE, client::client),
+    c("client", -2, LOADING_OK | SUBCOMMANDS, NONE, client::client),
     // server
-    c("command", -1, LOADING_OK, NONE, introspection::command),
-    c("config", -2, ADMIN | LOADING_OK, NONE, server_admin::config),
+    c("command", -1, LOADING_OK | SUBCOMMANDS, NONE, introspection::command),
+    c("config", -2, ADMIN | LOADING_OK | SUBCOMMANDS, NONE, server_admin::config),
     c("info", -1, LOADING_OK, NONE, info::info),
     c("dbsize", 1, R | F, NONE, server_admin::dbsize),
     c("flushdb", -1, W, NONE, server_admin::flushdb),
@@ -109,11 +112,11 @@ pub static CORE: &[CommandSpec] = &[
     c("lastsave", 1, F | LOADING_OK, NONE, server_admin::lastsave),
     c("debug", -2, ADMIN | LOADING_OK, NONE, debug::debug),
     c("monitor", 1, ADMIN | LOADING_OK, NONE, client::monitor),
-    c("slowlog", -2, ADMIN | LOADING_OK, NONE, slowlog::slowlog),
-    c("object", -2, R, (2, 2, 1), introspection::object),
-    c("memory", -2, R, NONE, introspection::memory),
+    c("slowlog", -2, ADMIN | LOADING_OK | SUBCOMMANDS, NONE, slowlog::slowlog),
+    c("object", -2, R | SUBCOMMANDS, (2, 2, 1), introspection::object),
+    c("memory", -2, R | SUBCOMMANDS, NONE, introspection::memory),
     c("save", 1, ADMIN, NONE, server_admin::save),
-    c("function", -2, 0, NONE, server_admin::function),
+    c("function", -2, SUBCOMMANDS, NONE, server_admin::function),
     c("shutdown", -1, ADMIN | LOADING_OK, NONE, server_admin::shutdown),
     c("bgsave", -1, ADMIN, NONE, server_admin::bgsave),
     c("bgrewriteaof", 1, ADMIN, NONE, server_admin::bgsave),
@@ -221,10 +224,10 @@ pub fn may_replicate(index: usize) -> bool {
     MAY_REPLICATE.contains(&spec(index).name)
 }
 
-/// Whether command `index` is a container (CLIENT, CONFIG, ...).
-#[inline]
-pub fn has_subcommands(index: usize) -> bool {
-    !subcommands()[index].is_empty()
+/// Builds the tables derived from Redis's command metadata (parsing it), so
+/// that the first CLIENT LIST or CONFIG GET does not pay for it.
+pub fn warm_up() {
+    let _ = subcommands();
 }
 
 /// Where `arg` sits among command `index`'s subcommands, plus one (0: the
@@ -342,6 +345,14 @@ mod tests {
                 "LOADING_OK flag of {}",
                 spec.name
             );
+        }
+    }
+
+    #[test]
+    fn containers_are_flagged_as_redis_has_them() {
+        for spec in all() {
+            let has = !super::super::meta::subcommand_names(spec.name).is_empty();
+            assert_eq!(spec.flags & SUBCOMMANDS != 0, has, "SUBCOMMANDS flag of {}", spec.name);
         }
     }
 
