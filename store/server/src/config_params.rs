@@ -101,6 +101,8 @@ pub const PARAMS: &[Param] = &[
     p("repl-ping-replica-period", Kind::Int { min: 1, max: INT_MAX }, "10", true),
     p("rdb-key-save-delay", Kind::Int { min: i32::MIN as i64, max: INT_MAX }, "0", true),
     p("tcp-keepalive", Kind::Int { min: 0, max: INT_MAX }, "300", true),
+    // Cairn's log holds records, never an RDB image; snapshots are separate files.
+    p("aof-use-rdb-preamble", Kind::Bool, "yes", true),
     p("protected-mode", Kind::Bool, "no", true),
     p("hash-max-listpack-entries", Kind::Int { min: 0, max: i64::MAX }, "128", true),
     p("hash-max-listpack-value", Kind::Int { min: 0, max: i64::MAX }, "64", true),

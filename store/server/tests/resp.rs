@@ -193,3 +193,22 @@ fn config_get_set_and_info() {
     let text = String::from_utf8(data).unwrap();
     assert!(text.starts_with("# Server\r\n") && text.contains("redis_version:"));
 }
+
+#[test]
+fn reset_discards_the_transaction_and_the_watches() {
+    let server = TestServer::start();
+    let mut c = server.client();
+    let mut other = server.client();
+    assert_eq!(c.cmd(&["WATCH", "w"]), simple("OK"));
+    assert_eq!(c.cmd(&["MULTI"]), simple("OK"));
+    assert_eq!(c.cmd(&["SET", "key-a", "a"]), simple("QUEUED"));
+    assert_eq!(c.cmd(&["RESET"]), simple("RESET"));
+    assert_eq!(c.cmd(&["EXEC"]), err("ERR EXEC without MULTI"));
+    assert_eq!(c.cmd(&["EXISTS", "key-a"]), int(0));
+    // The WATCH went with it: a write to `w` no longer fails a transaction.
+    other.cmd(&["SET", "w", "1"]);
+    c.cmd(&["MULTI"]);
+    c.cmd(&["SET", "key-b", "b"]);
+    let OwnedFrame::Array { data, .. } = c.cmd(&["EXEC"]) else { panic!("EXEC ran") };
+    assert_eq!(data, vec![simple("OK")]);
+}

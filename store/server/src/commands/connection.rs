@@ -139,6 +139,9 @@ fn write_hello_map(ctx: &mut Ctx<'_>, protocol: ProtocolVersion) {
 }
 
 pub fn reset(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
+    // Redis's clearClientConnectionState: the transaction and WATCHes go too.
+    ctx.client.multi = None;
+    super::transactions::unwatch_all(ctx);
     super::pubsub::leave(ctx);
     if ctx.client.monitor.take().is_some() {
         ctx.server.monitors.remove(ctx.client.id());
