@@ -178,6 +178,9 @@ fn getkeys(ctx: &mut Ctx<'_>, full: &[&[u8]]) -> CmdResult {
         // EVAL's keys follow its numkeys argument.
         super::scripting::key_positions(full)
             .map_err(|_| CmdError::Static("ERR Invalid arguments specified for command"))?
+    } else if spec.name == "sort" {
+        // SORT's STORE destination may be anywhere among its options.
+        super::sort::key_positions(full)
     } else {
         spec.key_positions(full.len())
     };
