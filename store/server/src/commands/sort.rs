@@ -108,7 +108,10 @@ fn load(ctx: &Ctx<'_>, key: &[u8]) -> Result<(Vec<Vec<u8>>, bool), CmdError> {
 
 fn sort_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], read_only: bool) -> CmdResult {
     let mut o = parse(args, read_only)?;
-    let (elements, is_set) = load(ctx, args[1])?;
+    let (mut elements, is_set) = load(ctx, args[1])?;
+    if walks_backwards(&o, is_set) {
+        elements.reverse();
+    }
     if o.dont_sort && is_set && o.store.is_some() {
         // Stored results must not depend on a set's internal order.
         o.dont_sort = false;
@@ -135,6 +138,13 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], read_only: bool) -> CmdResult
         }
     }
     Ok(())
+}
+
+/// Whether the elements are returned in their native order read from the
+/// end: BY nosort with DESC on a list or sorted set (Redis reads the range
+/// backwards; a set has no order to reverse).
+fn walks_backwards(o: &Options<'_>, is_set: bool) -> bool {
+    o.dont_sort && o.desc && !is_set
 }
 
 /// One element with what it sorts by.
