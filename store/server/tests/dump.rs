@@ -66,3 +66,18 @@ fn ttl_replace_and_errors() {
     assert_eq!(restore(&mut c, "n", "0", &damaged, &[]), err("ERR DUMP payload version or checksum are wrong"));
     assert_eq!(c.cmd(&["EXISTS", "n"]), int(0));
 }
+
+#[test]
+fn busykey_is_checked_before_the_ttl_and_the_payload() {
+    let server = TestServer::start();
+    let mut c = server.client();
+    c.cmd(&["SET", "k", "v"]);
+    let busy = err("BUSYKEY Target key name already exists.");
+    assert_eq!(restore(&mut c, "k", "0", b"...", &[]), busy);
+    assert_eq!(restore(&mut c, "k", "-1", b"...", &[]), busy);
+    assert_eq!(restore(&mut c, "k", "x", b"...", &[]), busy);
+    // Options come first; REPLACE skips the check and reaches the payload.
+    assert_eq!(restore(&mut c, "k", "0", b"...", &["bogus"]), err("ERR syntax error"));
+    assert_eq!(restore(&mut c, "k", "0", b"...", &["REPLACE"]), err("ERR DUMP payload version or checksum are wrong"));
+    assert_eq!(c.cmd(&["GET", "k"]), bulk("v"));
+}

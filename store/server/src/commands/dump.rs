@@ -144,10 +144,30 @@ fn parse_options(args: &[&[u8]]) -> Result<RestoreOptions, CmdError> {
     Ok(o)
 }
 
+/// Whether `key` holds a live value in the client's database.
+fn key_exists(ctx: &Ctx<'_>, key: &[u8]) -> bool {
+    ctx.server.keyspace.lock_key(key).db(ctx.db()).get(key, ctx.now_ms).is_some()
+}
+
+/// REPLACE: deletes the key's live value, if any.
+fn remove_live(ctx: &Ctx<'_>, key: &[u8]) {
+    let mut shard = ctx.server.keyspace.lock_key(key);
+    let table = shard.db(ctx.db());
+    if table.get(key, ctx.now_ms).is_some() {
+        table.remove(key);
+    }
+}
+
 /// RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]
+///
+/// Checks in Redis's order: options, an existing key (unless REPLACE), the
+/// TTL, then the payload.
 pub fn restore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let key = args[1];
     let options = parse_options(&args[4..])?;
+    if !options.replace && key_exists(ctx, key) {
+        return Err(CmdError::Static("BUSYKEY Target key name already exists."));
+    }
     let ttl = int_arg(args[2])?;
     if ttl < 0 {
         return Err(CmdError::Static("ERR Invalid TTL value, must be >= 0"));
@@ -155,15 +175,9 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let commands = decode(args[3]).ok_or(BAD_PAYLOAD)?;
     let db = ctx.db();
     let now = ctx.now_ms;
-    let mut shard = ctx.server.keyspace.lock_key(key);
-    let table = shard.db(db);
-    if table.get(key, now).is_some() {
-        if !options.replace {
-            return Err(CmdError::Static("BUSYKEY Target key name already exists."));
-        }
-        table.remove(key);
+    if options.replace {
+        remove_live(ctx, key);
     }
-    drop(shard);
     let expire_at = match (ttl, options.absolute) {
         (0, _) => NO_EXPIRY,
         (t, true) => t as u64,
