@@ -81,3 +81,34 @@ fn busykey_is_checked_before_the_ttl_and_the_payload() {
     assert_eq!(restore(&mut c, "k", "0", b"...", &["REPLACE"]), err("ERR DUMP payload version or checksum are wrong"));
     assert_eq!(c.cmd(&["GET", "k"]), bulk("v"));
 }
+
+/// A Cairn payload (see `commands/dump.rs`) with a right version and CRC-32C
+/// around `body`, whatever that body holds.
+fn sealed(body: &[u8]) -> Vec<u8> {
+    let mut payload = b"CAIRNDUMP\x01".to_vec();
+    payload.extend_from_slice(body);
+    let crc = crc32c::crc32c(&payload);
+    payload.extend_from_slice(&crc.to_le_bytes());
+    payload
+}
+
+#[test]
+fn sound_checksum_over_bad_content_is_bad_data_format() {
+    let server = TestServer::start();
+    let mut c = server.client();
+    let bad_data = err("ERR Bad data format");
+    // Claims one command of one argument, then ends.
+    let truncated = sealed(&[1, 0, 0, 0, 1, 0, 0, 0]);
+    assert_eq!(restore(&mut c, "k", "0", &truncated, &[]), bad_data);
+    // One command naming no known command: ["NOSUCH", key].
+    let unknown = sealed(&[1, 0, 0, 0, 2, 0, 0, 0, 1, 6, 0, 0, 0, b'N', b'O', b'S', b'U', b'C', b'H', 0]);
+    assert_eq!(restore(&mut c, "k", "0", &unknown, &[]), bad_data);
+    // A wrong version or checksum keeps Redis's checksum error.
+    let mut damaged = truncated.clone();
+    damaged[9] = 2;
+    assert_eq!(restore(&mut c, "k", "0", &damaged, &[]), err("ERR DUMP payload version or checksum are wrong"));
+    // The existing key survives a REPLACE whose payload does not parse.
+    c.cmd(&["SET", "k", "v"]);
+    assert_eq!(restore(&mut c, "k", "0", &truncated, &["REPLACE"]), bad_data);
+    assert_eq!(c.cmd(&["GET", "k"]), bulk("v"));
+}

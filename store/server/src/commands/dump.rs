@@ -20,6 +20,8 @@ use crate::persistence::replay::Replayer;
 const MAGIC: &[u8] = b"CAIRNDUMP";
 const VERSION: u8 = 1;
 const BAD_PAYLOAD: CmdError = CmdError::Static("ERR DUMP payload version or checksum are wrong");
+/// A payload whose version and checksum are right but whose content is not.
+const BAD_DATA: CmdError = CmdError::Static("ERR Bad data format");
 
 /// One rebuild command; `None` stands for the key.
 type Command = Vec<Option<Vec<u8>>>;
@@ -81,15 +83,18 @@ fn take_u32(data: &[u8], pos: &mut usize) -> Option<usize> {
     Some(u32::from_le_bytes(bytes) as usize)
 }
 
-fn decode(payload: &[u8]) -> Option<Vec<Command>> {
+/// The body of a payload whose magic, version and CRC-32C are right.
+fn verify(payload: &[u8]) -> Option<&[u8]> {
     let body_len = payload.len().checked_sub(4)?;
     let (body, crc) = payload.split_at(body_len);
     if !body.starts_with(MAGIC) || body.get(MAGIC.len()) != Some(&VERSION) {
         return None;
     }
-    if crc32c::crc32c(body) != u32::from_le_bytes(crc.try_into().ok()?) {
-        return None;
-    }
+    (crc32c::crc32c(body) == u32::from_le_bytes(crc.try_into().ok()?)).then_some(body)
+}
+
+/// The rebuild commands a verified body holds, if it parses to its end.
+fn parse_body(body: &[u8]) -> Option<Vec<Command>> {
     let mut pos = MAGIC.len() + 1;
     let count = take_u32(body, &mut pos)?;
     let mut commands = Vec::new();
@@ -109,6 +114,13 @@ fn decode(payload: &[u8]) -> Option<Vec<Command>> {
         commands.push(command);
     }
     (pos == body.len()).then_some(commands)
+}
+
+/// A payload's commands: Redis's checksum error when its version or CRC is
+/// wrong, `Bad data format` when they are right but the content is not.
+fn decode(payload: &[u8]) -> Result<Vec<Command>, CmdError> {
+    let body = verify(payload).ok_or(BAD_PAYLOAD)?;
+    parse_body(body).ok_or(BAD_DATA)
 }
 
 /// RESTORE's options.
@@ -172,7 +184,7 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if ttl < 0 {
         return Err(CmdError::Static("ERR Invalid TTL value, must be >= 0"));
     }
-    let commands = decode(args[3]).ok_or(BAD_PAYLOAD)?;
+    let commands = decode(args[3])?;
     let db = ctx.db();
     let now = ctx.now_ms;
     if options.replace {
@@ -191,7 +203,7 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let mut replayer = Replayer::new(ctx.server);
     for command in &commands {
         let argv: Vec<&[u8]> = command.iter().map(|a| a.as_deref().unwrap_or(key)).collect();
-        replayer.apply(now, db as u32, &argv).map_err(|_| BAD_PAYLOAD)?;
+        replayer.apply(now, db as u32, &argv).map_err(|_| BAD_DATA)?;
     }
     if expire_at != NO_EXPIRY {
         ctx.server.keyspace.lock_key(key).db(db).set_expire(key, expire_at, now);
@@ -209,10 +221,22 @@ mod tests {
     fn payload_round_trips_and_rejects_damage() {
         let commands: Vec<Command> = vec![vec![Some(b"RPUSH".to_vec()), None, Some(b"a".to_vec())]];
         let payload = encode(&commands);
-        assert_eq!(decode(&payload), Some(commands));
+        assert_eq!(decode(&payload), Ok(commands));
         let mut damaged = payload.clone();
         damaged[12] ^= 1;
-        assert_eq!(decode(&damaged), None);
-        assert_eq!(decode(b"\x0e\x01\x00"), None);
+        assert_eq!(decode(&damaged), Err(BAD_PAYLOAD));
+        assert_eq!(decode(b"\x0e\x01\x00"), Err(BAD_PAYLOAD));
+    }
+
+    #[test]
+    fn a_sound_checksum_over_bad_content_is_bad_data() {
+        let mut body = MAGIC.to_vec();
+        body.push(VERSION);
+        body.extend_from_slice(&1u32.to_le_bytes());
+        body.extend_from_slice(&1u32.to_le_bytes());
+        body.push(7); // neither "the key" nor a literal
+        let crc = crc32c::crc32c(&body);
+        body.extend_from_slice(&crc.to_le_bytes());
+        assert_eq!(decode(&body), Err(BAD_DATA));
     }
 }
