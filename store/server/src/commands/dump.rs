@@ -11,8 +11,10 @@
 //! `"CAIRNDUMP" version:u8 commands:u32 { argc:u32 { tag:u8 [len:u32 bytes] }* }* crc32c:u32`
 //! where tag 0 is "the key" and tag 1 is a literal argument.
 
+use cairn_engine::clock::access_clock;
 use cairn_engine::durability::rebuild;
 use cairn_engine::entry::NO_EXPIRY;
+use cairn_engine::Entry;
 
 use super::{int_arg, is, CmdError, CmdResult, Ctx};
 use crate::persistence::replay::Replayer;
@@ -124,13 +126,20 @@ fn decode(payload: &[u8]) -> Result<Vec<Command>, CmdError> {
 }
 
 /// RESTORE's options.
+#[derive(Default)]
 struct RestoreOptions {
     replace: bool,
     absolute: bool,
+    /// IDLETIME: the seconds the key should look idle (under a non-LFU policy).
+    idle_secs: Option<u64>,
+    /// FREQ: the key's LFU counter (under an LFU policy).
+    freq: Option<u8>,
 }
 
+/// Parses RESTORE's options as Redis does: IDLETIME and FREQ exclude each
+/// other (the second one is a syntax error).
 fn parse_options(args: &[&[u8]]) -> Result<RestoreOptions, CmdError> {
-    let mut o = RestoreOptions { replace: false, absolute: false };
+    let mut o = RestoreOptions::default();
     let mut i = 0;
     while i < args.len() {
         let more = args.len() - i - 1;
@@ -138,15 +147,11 @@ fn parse_options(args: &[&[u8]]) -> Result<RestoreOptions, CmdError> {
             o.replace = true;
         } else if is(args[i], "absttl") {
             o.absolute = true;
-        } else if is(args[i], "idletime") && more > 0 {
-            if int_arg(args[i + 1])? < 0 {
-                return Err(CmdError::Static("ERR Invalid IDLETIME value, must be >= 0"));
-            }
+        } else if is(args[i], "idletime") && more > 0 && o.freq.is_none() {
+            o.idle_secs = Some(parse_idle_secs(args[i + 1])?);
             i += 1;
-        } else if is(args[i], "freq") && more > 0 {
-            if !(0..=255).contains(&int_arg(args[i + 1])?) {
-                return Err(CmdError::Static("ERR Invalid FREQ value, must be >= 0 and <= 255"));
-            }
+        } else if is(args[i], "freq") && more > 0 && o.idle_secs.is_none() {
+            o.freq = Some(parse_freq(args[i + 1])?);
             i += 1;
         } else {
             return Err(CmdError::Syntax);
@@ -154,6 +159,30 @@ fn parse_options(args: &[&[u8]]) -> Result<RestoreOptions, CmdError> {
         i += 1;
     }
     Ok(o)
+}
+
+/// IDLETIME's seconds: an integer >= 0.
+fn parse_idle_secs(arg: &[u8]) -> Result<u64, CmdError> {
+    u64::try_from(int_arg(arg)?).map_err(|_| CmdError::Static("ERR Invalid IDLETIME value, must be >= 0"))
+}
+
+/// FREQ's counter: an integer in 0..=255.
+fn parse_freq(arg: &[u8]) -> Result<u8, CmdError> {
+    u8::try_from(int_arg(arg)?).map_err(|_| CmdError::Static("ERR Invalid FREQ value, must be >= 0 and <= 255"))
+}
+
+/// Sets the restored entry's access time or LFU counter as Redis's
+/// `objectSetLRUOrLFU`: FREQ under an LFU policy, IDLETIME under any other
+/// (the other option is ignored).
+fn set_lru_or_lfu(entry: &mut Entry, options: &RestoreOptions, lfu_policy: bool, now_ms: u64) {
+    if lfu_policy {
+        if let Some(freq) = options.freq {
+            entry.set_lfu_counter(freq, now_ms);
+        }
+    } else if let Some(idle_secs) = options.idle_secs {
+        // The access clock wraps at 2^32 seconds, and so does the idle time.
+        entry.access = access_clock(now_ms).wrapping_sub(idle_secs as u32);
+    }
 }
 
 /// Whether `key` holds a live value in the client's database.
@@ -205,12 +234,23 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         let argv: Vec<&[u8]> = command.iter().map(|a| a.as_deref().unwrap_or(key)).collect();
         replayer.apply(now, db as u32, &argv).map_err(|_| BAD_DATA)?;
     }
-    if expire_at != NO_EXPIRY {
-        ctx.server.keyspace.lock_key(key).db(db).set_expire(key, expire_at, now);
-    }
+    finish_entry(ctx, key, expire_at, &options);
     ctx.server.blocking.signal(db, key);
     ctx.out.ok();
     Ok(())
+}
+
+/// Gives the rebuilt key its expiry and its access time or LFU counter.
+fn finish_entry(ctx: &Ctx<'_>, key: &[u8], expire_at: u64, options: &RestoreOptions) {
+    let lfu_policy = ctx.server.runtime.lfu_policy.load(std::sync::atomic::Ordering::Relaxed);
+    let mut shard = ctx.server.keyspace.lock_key(key);
+    let table = shard.db(ctx.db());
+    if expire_at != NO_EXPIRY {
+        table.set_expire(key, expire_at, ctx.now_ms);
+    }
+    if let Some(entry) = table.get(key, ctx.now_ms) {
+        set_lru_or_lfu(entry, options, lfu_policy, ctx.now_ms);
+    }
 }
 
 #[cfg(test)]
