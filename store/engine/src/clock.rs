@@ -17,6 +17,22 @@ pub fn access_clock(now_ms: u64) -> u32 {
     (now_ms / 1000) as u32
 }
 
+/// The LFU clock: minutes, wrapping at 2^16 (Redis's `LFUGetTimeInMinutes`).
+pub fn lfu_minutes(now_ms: u64) -> u16 {
+    (now_ms / 60_000) as u16
+}
+
+/// Minutes from LFU clock reading `stamp` to `now_ms`, across one wrap
+/// (Redis's `LFUTimeElapsed`).
+pub fn lfu_minutes_since(stamp: u16, now_ms: u64) -> u64 {
+    let now = lfu_minutes(now_ms);
+    if now >= stamp {
+        u64::from(now - stamp)
+    } else {
+        u64::from(u16::MAX - stamp) + u64::from(now)
+    }
+}
+
 /// The latest time handed out by [`monotonic_now_ms`].
 static LAST_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 

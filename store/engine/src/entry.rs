@@ -1,4 +1,4 @@
-//! A stored value with its expiry and last access time.
+//! A stored value with its expiry, last access time and LFU counter.
 
 use crate::value::Value;
 
@@ -13,11 +13,33 @@ pub struct Entry {
     pub(crate) expire_at_ms: u64,
     /// Last access, in [`crate::clock::access_clock`] seconds (OBJECT IDLETIME).
     pub access: u32,
+    /// The LFU state as Redis lays it out: the minute of the last decrement
+    /// ([`crate::clock::lfu_minutes`]) above an 8-bit counter (OBJECT FREQ).
+    /// Zero until RESTORE ... FREQ sets it.
+    lfu: u32,
 }
 
 impl Entry {
     pub fn new(value: Value, now_ms: u64) -> Self {
-        Entry { value, expire_at_ms: NO_EXPIRY, access: crate::clock::access_clock(now_ms) }
+        Entry { value, expire_at_ms: NO_EXPIRY, access: crate::clock::access_clock(now_ms), lfu: 0 }
+    }
+
+    /// Sets the LFU counter, stamped with the current minute (Redis's
+    /// `objectSetLRUOrLFU` for RESTORE ... FREQ).
+    pub fn set_lfu_counter(&mut self, counter: u8, now_ms: u64) {
+        self.lfu = (u32::from(crate::clock::lfu_minutes(now_ms)) << 8) | u32::from(counter);
+    }
+
+    /// The LFU counter less one for every `decay_minutes` elapsed since its
+    /// stamp, as Redis's `LFUDecrAndReturn` (`lfu-decay-time` 0: no decay).
+    pub fn lfu_counter(&self, now_ms: u64, decay_minutes: u64) -> u8 {
+        let counter = (self.lfu & 0xFF) as u8;
+        if decay_minutes == 0 {
+            return counter;
+        }
+        let stamp = (self.lfu >> 8) as u16;
+        let periods = crate::clock::lfu_minutes_since(stamp, now_ms) / decay_minutes;
+        counter.saturating_sub(u8::try_from(periods).unwrap_or(u8::MAX))
     }
 
     /// Absolute expiry in Unix milliseconds, if any.
@@ -27,5 +49,23 @@ impl Entry {
 
     pub fn is_expired(&self, now_ms: u64) -> bool {
         self.expire_at_ms != NO_EXPIRY && self.expire_at_ms <= now_ms
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lfu_counter_decays_one_per_period() {
+        let minute = 60_000;
+        let mut entry = Entry::new(Value::Str(crate::StrValue::Int(1)), 0);
+        assert_eq!(entry.lfu_counter(0, 1), 0);
+        entry.set_lfu_counter(100, 10 * minute);
+        assert_eq!(entry.lfu_counter(10 * minute, 1), 100);
+        assert_eq!(entry.lfu_counter(13 * minute, 1), 97);
+        assert_eq!(entry.lfu_counter(14 * minute, 2), 98);
+        assert_eq!(entry.lfu_counter(500 * minute, 1), 0);
+        assert_eq!(entry.lfu_counter(500 * minute, 0), 100);
     }
 }

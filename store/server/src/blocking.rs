@@ -343,7 +343,8 @@ impl Blocking {
 /// Runs a waiter's command again on this thread; its reply (and the LSN of
 /// its logged write) if that served it.
 fn rerun(server: &Server, stats: &WorkerStats, waiter: &Waiter) -> Option<(Vec<u8>, u64)> {
-    let spec = table::spec(table::lookup(&waiter.args[0])?);
+    let index = table::lookup(&waiter.args[0])?;
+    let spec = table::spec(index);
     let mut client = Client::new(waiter.client.clone(), false);
     client.db = waiter.db;
     client.protocol = waiter.protocol;
@@ -361,7 +362,7 @@ fn rerun(server: &Server, stats: &WorkerStats, waiter: &Waiter) -> Option<(Vec<u
         ctx.out.error(&e.message(spec.name));
     }
     if let Some(code) = ctx.out.take_error_code() {
-        stats.record_error(code.as_str());
+        record_failed_unblock(stats, index, code.as_str());
     }
     // What dispatch does after a write: WATCHers of the touched keys see it.
     let touched = spec.key_positions(args.len()).into_iter().map(|p| args[p]);
@@ -369,6 +370,14 @@ fn rerun(server: &Server, stats: &WorkerStats, waiter: &Waiter) -> Option<(Vec<u
         server.watches.touch(waiter.db, key);
     }
     Some((reply, lsn))
+}
+
+/// Counts the error reply a waiter was served with, as Redis's
+/// `updateStatsOnUnblock`: the call was counted when the command blocked; it
+/// now counts as a failed one too.
+fn record_failed_unblock(stats: &WorkerStats, index: usize, code: &str) {
+    stats.record_error(code);
+    stats.per_command[index].failed.add(1);
 }
 
 #[cfg(test)]

@@ -222,3 +222,29 @@ fn blocking_reads_wake_on_xadd_and_time_out() {
     c.cmd(&["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]);
     assert_eq!(c.cmd(&["EXEC"]), array(vec![null_array()]));
 }
+
+/// The `cmdstat_<name>` line of INFO commandstats, if the command ran.
+fn cmdstat(c: &mut Client, name: &str) -> Option<String> {
+    let info = match c.cmd(&["INFO", "commandstats"]) {
+        OwnedFrame::BlobString { data, .. } | OwnedFrame::VerbatimString { data, .. } => data,
+        other => panic!("INFO reply: {other:?}"),
+    };
+    let prefix = format!("cmdstat_{name}:");
+    String::from_utf8_lossy(&info).lines().find_map(|l| l.strip_prefix(prefix.as_str()).map(str::to_string))
+}
+
+#[test]
+fn a_reader_unblocked_with_nogroup_counts_as_a_failed_call() {
+    let server = TestServer::start();
+    let mut c = server.client();
+    let mut waiter = server.client();
+    c.cmd(&["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"]);
+    c.cmd(&["CONFIG", "RESETSTAT"]);
+    waiter.send_raw(&Client::encode(&[b"XREADGROUP", b"GROUP", b"g", b"c", b"BLOCK", b"0", b"STREAMS", b"s", b">"]));
+    wait_for_blocked(&mut c);
+    c.cmd(&["XGROUP", "DESTROY", "s", "g"]);
+    assert_eq!(waiter.read(), err("NOGROUP the consumer group this client was blocked on no longer exists"));
+    let stats = cmdstat(&mut c, "xreadgroup").expect("xreadgroup ran");
+    assert!(stats.starts_with("calls=1,"), "{stats}");
+    assert!(stats.ends_with(",rejected_calls=0,failed_calls=1"), "{stats}");
+}

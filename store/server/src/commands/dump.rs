@@ -11,8 +11,10 @@
 //! `"CAIRNDUMP" version:u8 commands:u32 { argc:u32 { tag:u8 [len:u32 bytes] }* }* crc32c:u32`
 //! where tag 0 is "the key" and tag 1 is a literal argument.
 
+use cairn_engine::clock::access_clock;
 use cairn_engine::durability::rebuild;
 use cairn_engine::entry::NO_EXPIRY;
+use cairn_engine::Entry;
 
 use super::{int_arg, is, CmdError, CmdResult, Ctx};
 use crate::persistence::replay::Replayer;
@@ -20,6 +22,8 @@ use crate::persistence::replay::Replayer;
 const MAGIC: &[u8] = b"CAIRNDUMP";
 const VERSION: u8 = 1;
 const BAD_PAYLOAD: CmdError = CmdError::Static("ERR DUMP payload version or checksum are wrong");
+/// A payload whose version and checksum are right but whose content is not.
+const BAD_DATA: CmdError = CmdError::Static("ERR Bad data format");
 
 /// One rebuild command; `None` stands for the key.
 type Command = Vec<Option<Vec<u8>>>;
@@ -81,15 +85,18 @@ fn take_u32(data: &[u8], pos: &mut usize) -> Option<usize> {
     Some(u32::from_le_bytes(bytes) as usize)
 }
 
-fn decode(payload: &[u8]) -> Option<Vec<Command>> {
+/// The body of a payload whose magic, version and CRC-32C are right.
+fn verify(payload: &[u8]) -> Option<&[u8]> {
     let body_len = payload.len().checked_sub(4)?;
     let (body, crc) = payload.split_at(body_len);
     if !body.starts_with(MAGIC) || body.get(MAGIC.len()) != Some(&VERSION) {
         return None;
     }
-    if crc32c::crc32c(body) != u32::from_le_bytes(crc.try_into().ok()?) {
-        return None;
-    }
+    (crc32c::crc32c(body) == u32::from_le_bytes(crc.try_into().ok()?)).then_some(body)
+}
+
+/// The rebuild commands a verified body holds, if it parses to its end.
+fn parse_body(body: &[u8]) -> Option<Vec<Command>> {
     let mut pos = MAGIC.len() + 1;
     let count = take_u32(body, &mut pos)?;
     let mut commands = Vec::new();
@@ -111,14 +118,28 @@ fn decode(payload: &[u8]) -> Option<Vec<Command>> {
     (pos == body.len()).then_some(commands)
 }
 
+/// A payload's commands: Redis's checksum error when its version or CRC is
+/// wrong, `Bad data format` when they are right but the content is not.
+fn decode(payload: &[u8]) -> Result<Vec<Command>, CmdError> {
+    let body = verify(payload).ok_or(BAD_PAYLOAD)?;
+    parse_body(body).ok_or(BAD_DATA)
+}
+
 /// RESTORE's options.
+#[derive(Default)]
 struct RestoreOptions {
     replace: bool,
     absolute: bool,
+    /// IDLETIME: the seconds the key should look idle (under a non-LFU policy).
+    idle_secs: Option<u64>,
+    /// FREQ: the key's LFU counter (under an LFU policy).
+    freq: Option<u8>,
 }
 
+/// Parses RESTORE's options as Redis does: IDLETIME and FREQ exclude each
+/// other (the second one is a syntax error).
 fn parse_options(args: &[&[u8]]) -> Result<RestoreOptions, CmdError> {
-    let mut o = RestoreOptions { replace: false, absolute: false };
+    let mut o = RestoreOptions::default();
     let mut i = 0;
     while i < args.len() {
         let more = args.len() - i - 1;
@@ -126,15 +147,11 @@ fn parse_options(args: &[&[u8]]) -> Result<RestoreOptions, CmdError> {
             o.replace = true;
         } else if is(args[i], "absttl") {
             o.absolute = true;
-        } else if is(args[i], "idletime") && more > 0 {
-            if int_arg(args[i + 1])? < 0 {
-                return Err(CmdError::Static("ERR Invalid IDLETIME value, must be >= 0"));
-            }
+        } else if is(args[i], "idletime") && more > 0 && o.freq.is_none() {
+            o.idle_secs = Some(parse_idle_secs(args[i + 1])?);
             i += 1;
-        } else if is(args[i], "freq") && more > 0 {
-            if !(0..=255).contains(&int_arg(args[i + 1])?) {
-                return Err(CmdError::Static("ERR Invalid FREQ value, must be >= 0 and <= 255"));
-            }
+        } else if is(args[i], "freq") && more > 0 && o.idle_secs.is_none() {
+            o.freq = Some(parse_freq(args[i + 1])?);
             i += 1;
         } else {
             return Err(CmdError::Syntax);
@@ -144,26 +161,64 @@ fn parse_options(args: &[&[u8]]) -> Result<RestoreOptions, CmdError> {
     Ok(o)
 }
 
+/// IDLETIME's seconds: an integer >= 0.
+fn parse_idle_secs(arg: &[u8]) -> Result<u64, CmdError> {
+    u64::try_from(int_arg(arg)?).map_err(|_| CmdError::Static("ERR Invalid IDLETIME value, must be >= 0"))
+}
+
+/// FREQ's counter: an integer in 0..=255.
+fn parse_freq(arg: &[u8]) -> Result<u8, CmdError> {
+    u8::try_from(int_arg(arg)?).map_err(|_| CmdError::Static("ERR Invalid FREQ value, must be >= 0 and <= 255"))
+}
+
+/// Sets the restored entry's access time or LFU counter as Redis's
+/// `objectSetLRUOrLFU`: FREQ under an LFU policy, IDLETIME under any other
+/// (the other option is ignored).
+fn set_lru_or_lfu(entry: &mut Entry, options: &RestoreOptions, lfu_policy: bool, now_ms: u64) {
+    if lfu_policy {
+        if let Some(freq) = options.freq {
+            entry.set_lfu_counter(freq, now_ms);
+        }
+    } else if let Some(idle_secs) = options.idle_secs {
+        // The access clock wraps at 2^32 seconds, and so does the idle time.
+        entry.access = access_clock(now_ms).wrapping_sub(idle_secs as u32);
+    }
+}
+
+/// Whether `key` holds a live value in the client's database.
+fn key_exists(ctx: &Ctx<'_>, key: &[u8]) -> bool {
+    ctx.server.keyspace.lock_key(key).db(ctx.db()).get(key, ctx.now_ms).is_some()
+}
+
+/// REPLACE: deletes the key's live value, if any.
+fn remove_live(ctx: &Ctx<'_>, key: &[u8]) {
+    let mut shard = ctx.server.keyspace.lock_key(key);
+    let table = shard.db(ctx.db());
+    if table.get(key, ctx.now_ms).is_some() {
+        table.remove(key);
+    }
+}
+
 /// RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]
+///
+/// Checks in Redis's order: options, an existing key (unless REPLACE), the
+/// TTL, then the payload.
 pub fn restore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let key = args[1];
     let options = parse_options(&args[4..])?;
+    if !options.replace && key_exists(ctx, key) {
+        return Err(CmdError::Static("BUSYKEY Target key name already exists."));
+    }
     let ttl = int_arg(args[2])?;
     if ttl < 0 {
         return Err(CmdError::Static("ERR Invalid TTL value, must be >= 0"));
     }
-    let commands = decode(args[3]).ok_or(BAD_PAYLOAD)?;
+    let commands = decode(args[3])?;
     let db = ctx.db();
     let now = ctx.now_ms;
-    let mut shard = ctx.server.keyspace.lock_key(key);
-    let table = shard.db(db);
-    if table.get(key, now).is_some() {
-        if !options.replace {
-            return Err(CmdError::Static("BUSYKEY Target key name already exists."));
-        }
-        table.remove(key);
+    if options.replace {
+        remove_live(ctx, key);
     }
-    drop(shard);
     let expire_at = match (ttl, options.absolute) {
         (0, _) => NO_EXPIRY,
         (t, true) => t as u64,
@@ -177,14 +232,25 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let mut replayer = Replayer::new(ctx.server);
     for command in &commands {
         let argv: Vec<&[u8]> = command.iter().map(|a| a.as_deref().unwrap_or(key)).collect();
-        replayer.apply(now, db as u32, &argv).map_err(|_| BAD_PAYLOAD)?;
+        replayer.apply(now, db as u32, &argv).map_err(|_| BAD_DATA)?;
     }
-    if expire_at != NO_EXPIRY {
-        ctx.server.keyspace.lock_key(key).db(db).set_expire(key, expire_at, now);
-    }
+    finish_entry(ctx, key, expire_at, &options);
     ctx.server.blocking.signal(db, key);
     ctx.out.ok();
     Ok(())
+}
+
+/// Gives the rebuilt key its expiry and its access time or LFU counter.
+fn finish_entry(ctx: &Ctx<'_>, key: &[u8], expire_at: u64, options: &RestoreOptions) {
+    let lfu_policy = ctx.server.runtime.lfu_policy.load(std::sync::atomic::Ordering::Relaxed);
+    let mut shard = ctx.server.keyspace.lock_key(key);
+    let table = shard.db(ctx.db());
+    if expire_at != NO_EXPIRY {
+        table.set_expire(key, expire_at, ctx.now_ms);
+    }
+    if let Some(entry) = table.get(key, ctx.now_ms) {
+        set_lru_or_lfu(entry, options, lfu_policy, ctx.now_ms);
+    }
 }
 
 #[cfg(test)]
@@ -195,10 +261,22 @@ mod tests {
     fn payload_round_trips_and_rejects_damage() {
         let commands: Vec<Command> = vec![vec![Some(b"RPUSH".to_vec()), None, Some(b"a".to_vec())]];
         let payload = encode(&commands);
-        assert_eq!(decode(&payload), Some(commands));
+        assert_eq!(decode(&payload), Ok(commands));
         let mut damaged = payload.clone();
         damaged[12] ^= 1;
-        assert_eq!(decode(&damaged), None);
-        assert_eq!(decode(b"\x0e\x01\x00"), None);
+        assert_eq!(decode(&damaged), Err(BAD_PAYLOAD));
+        assert_eq!(decode(b"\x0e\x01\x00"), Err(BAD_PAYLOAD));
+    }
+
+    #[test]
+    fn a_sound_checksum_over_bad_content_is_bad_data() {
+        let mut body = MAGIC.to_vec();
+        body.push(VERSION);
+        body.extend_from_slice(&1u32.to_le_bytes());
+        body.extend_from_slice(&1u32.to_le_bytes());
+        body.push(7); // neither "the key" nor a literal
+        let crc = crc32c::crc32c(&body);
+        body.extend_from_slice(&crc.to_le_bytes());
+        assert_eq!(decode(&body), Err(BAD_DATA));
     }
 }

@@ -184,6 +184,9 @@ fn getkeys(ctx: &mut Ctx<'_>, full: &[&[u8]]) -> CmdResult {
         // EVAL's keys follow its numkeys argument.
         super::scripting::key_positions(full)
             .map_err(|_| CmdError::Static("ERR Invalid arguments specified for command"))?
+    } else if spec.name == "sort" {
+        // SORT's STORE destination may be anywhere among its options.
+        super::sort::key_positions(full)
     } else {
         spec.key_positions(full.len())
     };
@@ -229,6 +232,7 @@ pub fn object(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         return Err(CmdError::unknown_subcommand("object", sub));
     }
     let lfu = ctx.server.runtime.lfu_policy.load(std::sync::atomic::Ordering::Relaxed);
+    let decay_minutes = if is(sub, "freq") { lfu_decay_minutes(ctx.server) } else { 0 };
     let db = ctx.db();
     let mut shard = ctx.server.keyspace.lock_key(args[2]);
     let Some(entry) = shard.db(db).peek(args[2], ctx.now_ms) else {
@@ -237,6 +241,7 @@ pub fn object(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         return Ok(());
     };
     let (encoding, access) = (entry.value.encoding(), entry.access);
+    let freq = entry.lfu_counter(ctx.now_ms, decay_minutes);
     // Redis shares the objects of the integers 0..9999 (OBJ_SHARED_REFCOUNT).
     let shared =
         matches!(entry.value, cairn_engine::Value::Str(cairn_engine::StrValue::Int(n)) if (0..10_000).contains(&n));
@@ -261,11 +266,16 @@ pub fn object(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
                  switching between policies at runtime LRU and LFU data will take some time to adjust.",
             ));
         }
-        ctx.out.int(0);
+        ctx.out.int(i64::from(freq));
     } else {
         return Err(CmdError::unknown_subcommand("object", sub));
     }
     Ok(())
+}
+
+/// `lfu-decay-time`: the minutes it takes an LFU counter to lose one.
+fn lfu_decay_minutes(server: &crate::server::Server) -> u64 {
+    server.runtime.get("lfu-decay-time").and_then(|v| v.parse().ok()).unwrap_or(1)
 }
 
 pub fn memory(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
