@@ -10,7 +10,7 @@ const BITS: usize = 6;
 
 /// Byte offset and bit shift of register `index`.
 fn position(index: usize) -> (usize, u32) {
-    (index * BITS / 8, (index * BITS & 7) as u32)
+    (index * BITS / 8, ((index * BITS) & 7) as u32)
 }
 
 /// The value of register `index`.

@@ -4,8 +4,8 @@
 
 use super::{Histogram, Q, REGISTERS};
 
-/// 0.5 / ln(2).
-const ALPHA_INF: f64 = 0.721_347_520_444_481_703_680;
+/// 0.5 / ln(2) (Redis writes 0.721347520444481703680, the same double).
+const ALPHA_INF: f64 = 0.721_347_520_444_481_7;
 
 /// Ertl's sigma function.
 fn sigma(mut x: f64) -> f64 {
