@@ -113,6 +113,7 @@ pub const PARAMS: &[Param] = &[
     p("list-compress-depth", Kind::Int { min: 0, max: INT_MAX }, "0", true),
     p("stream-node-max-bytes", Kind::Memory { min: 0 }, "4096", true),
     p("stream-node-max-entries", Kind::Int { min: 0, max: i64::MAX }, "100", true),
+    p("hll-sparse-max-bytes", Kind::Memory { min: 0 }, "3000", true),
 ];
 
 /// Aliases Redis accepts for some parameters.

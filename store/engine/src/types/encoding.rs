@@ -34,6 +34,8 @@ pub struct EncodingLimits {
     pub list_compress_depth: Limit,
     pub stream_node_max_bytes: Limit,
     pub stream_node_max_entries: Limit,
+    /// Largest sparse HyperLogLog, in bytes, before it turns dense.
+    pub hll_sparse_max_bytes: Limit,
 }
 
 /// The process-wide limits.
@@ -47,6 +49,7 @@ pub static LIMITS: EncodingLimits = EncodingLimits {
     list_compress_depth: Limit::new(0),
     stream_node_max_bytes: Limit::new(4096),
     stream_node_max_entries: Limit::new(100),
+    hll_sparse_max_bytes: Limit::new(3000),
 };
 
 impl EncodingLimits {
@@ -63,6 +66,7 @@ impl EncodingLimits {
             "list-compress-depth" => &self.list_compress_depth,
             "stream-node-max-bytes" => &self.stream_node_max_bytes,
             "stream-node-max-entries" => &self.stream_node_max_entries,
+            "hll-sparse-max-bytes" => &self.hll_sparse_max_bytes,
             _ => return None,
         })
     }

@@ -1,11 +1,13 @@
 //! Collection value types, one file each, and the encoding limits (Redis's
 //! `*-max-listpack-*` parameters) that decide what OBJECT ENCODING reports.
+//! `hll` holds the HyperLogLog algorithm, whose sketches are plain strings.
 //!
 //! Each type offers the same small surface used by generic code:
 //! `encoding()`, `heap_bytes()`, `digest()` (DEBUG DIGEST), `len()`.
 
 pub mod encoding;
 pub mod hash;
+pub mod hll;
 pub mod list;
 pub mod set;
 pub mod stream;

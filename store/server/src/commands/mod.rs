@@ -13,6 +13,7 @@ pub mod dump;
 pub mod error;
 pub mod expire;
 pub mod hashes;
+pub mod hyperloglog;
 pub mod info;
 pub mod introspection;
 pub mod keys;

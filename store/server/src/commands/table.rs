@@ -4,8 +4,8 @@
 use std::sync::OnceLock;
 
 use super::{
-    bits, client, connection, debug, dump, expire, hashes, info, introspection, keys, lists, pubsub, scripting,
-    server_admin, sets, slowlog, sort, streams, strings, transactions, zsets, Handler,
+    bits, client, connection, debug, dump, expire, hashes, hyperloglog, info, introspection, keys, lists, pubsub,
+    scripting, server_admin, sets, slowlog, sort, streams, strings, transactions, zsets, Handler,
 };
 
 /// Modifies the keyspace: the write-ahead log records every command with this flag.
@@ -178,7 +178,7 @@ pub static CORE: &[CommandSpec] = &[
 ];
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 10] {
+fn families() -> [&'static [CommandSpec]; 11] {
     [
         CORE,
         lists::COMMANDS,
@@ -190,6 +190,7 @@ fn families() -> [&'static [CommandSpec]; 10] {
         pubsub::COMMANDS,
         sort::COMMANDS,
         scripting::COMMANDS,
+        hyperloglog::COMMANDS,
     ]
 }
 
