@@ -156,6 +156,14 @@ impl Table {
         true
     }
 
+    /// Removes every key, handing them over as a standalone table (no
+    /// events), to be dropped elsewhere (FLUSHDB ASYNC).
+    pub fn take(&mut self) -> Table {
+        let map = std::mem::take(&mut self.map);
+        let expires = std::mem::take(&mut self.expires);
+        Table { map, expires, db: self.db, events: None }
+    }
+
     /// Removes every key.
     pub fn clear(&mut self) {
         self.map = HashMap::new();

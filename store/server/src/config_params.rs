@@ -248,6 +248,10 @@ pub struct RuntimeConfig {
     eviction: std::sync::atomic::AtomicU8,
     /// `notify-keyspace-events`, shared with the keyspace's tables.
     pub key_events: Arc<KeyEvents>,
+    /// `lazyfree-lazy-user-del`: DEL frees big values in the background, as UNLINK.
+    pub lazy_user_del: AtomicBool,
+    /// `lazyfree-lazy-user-flush`: FLUSHDB/FLUSHALL without a mode are ASYNC.
+    pub lazy_user_flush: AtomicBool,
     /// The slow log, with its `slowlog-log-slower-than` and `slowlog-max-len`.
     pub slowlog: crate::slowlog::SlowLog,
 }
@@ -281,6 +285,8 @@ impl RuntimeConfig {
             requirepass: RwLock::new(None),
             key_events: Arc::default(),
             slowlog: crate::slowlog::SlowLog::default(),
+            lazy_user_del: AtomicBool::new(false),
+            lazy_user_flush: AtomicBool::new(false),
             maxmemory: AtomicU64::new(0),
             eviction: std::sync::atomic::AtomicU8::new(0),
         };
@@ -353,6 +359,8 @@ impl RuntimeConfig {
             "notify-keyspace-events" => self.key_events.set_flags(events::parse_flags(value).unwrap_or(0)),
             "slowlog-log-slower-than" => self.slowlog.set_threshold_us(value.parse().unwrap_or(-1)),
             "slowlog-max-len" => self.slowlog.set_max_len(as_usize()),
+            "lazyfree-lazy-user-del" => self.lazy_user_del.store(value == "yes", Ordering::Relaxed),
+            "lazyfree-lazy-user-flush" => self.lazy_user_flush.store(value == "yes", Ordering::Relaxed),
             _ => {
                 if let Some(limit) = cairn_engine::types::encoding::LIMITS.by_name(name) {
                     limit.set(value.parse().unwrap_or(0));

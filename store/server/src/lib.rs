@@ -23,7 +23,8 @@
 //!   [`notify`]: keyspace notifications published through it; [`monitor`]:
 //!   MONITOR's feed of every command run, delivered the same way; [`slowlog`]:
 //!   SLOWLOG's record of slow commands; [`redact`]: the credentials both hide.
-//! - [`maxmemory`]: `-OOM` for `denyoom` commands and eviction above `maxmemory`.
+//! - [`maxmemory`]: `-OOM` for `denyoom` commands and eviction above `maxmemory`;
+//!   [`lazyfree`]: big values freed on a background thread (UNLINK, FLUSH ASYNC).
 //! - [`server`]: the state all workers share; [`stats`]: per-worker counters.
 //! - [`watch`]: WATCH bookkeeping (who watches which key); [`pause`]: CLIENT
 //!   PAUSE, which holds writes (or everything) until it ends.
@@ -52,6 +53,7 @@ pub mod cpu_quota;
 pub mod cpus;
 pub mod expiry;
 pub mod health;
+pub mod lazyfree;
 pub mod listener;
 pub mod logging;
 pub mod maxmemory;

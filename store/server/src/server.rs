@@ -31,6 +31,8 @@ pub struct Server {
     pub monitors: crate::monitor::Monitors,
     /// CLIENT PAUSE.
     pub pause: crate::pause::ClientPause,
+    /// The background freer of big values.
+    pub lazyfree: crate::lazyfree::LazyFree,
     pub workers: Vec<Arc<WorkerStats>>,
     pub shutdown: Shutdown,
     pub started: Instant,
@@ -93,6 +95,7 @@ impl Server {
             pubsub,
             monitors: crate::monitor::Monitors::default(),
             pause,
+            lazyfree: crate::lazyfree::LazyFree::default(),
             workers: (0..num_workers).map(|_| Arc::new(WorkerStats::new(num_commands))).collect(),
             shutdown,
             started: Instant::now(),
@@ -120,6 +123,7 @@ impl Server {
     pub fn raw_totals(&self) -> Totals {
         let mut totals = Totals::collect(&self.workers, crate::commands::table::count());
         totals.expired_keys = self.keyspace.events().expired();
+        totals.lazyfreed_objects = self.lazyfree.freed();
         totals
     }
 

@@ -62,7 +62,7 @@ pub fn render(server: &Server, sections: &[&str], now_ms: u64) -> String {
         let title = match *section {
             "server" => server_section(server, now_ms, &mut body),
             "clients" => clients_section(server, &mut body),
-            "memory" => memory_section(server, &mut body),
+            "memory" => memory_section(server, &totals, &mut body),
             "persistence" => persistence_section(server, &mut body),
             "stats" => stats_section(server, &totals, &mut body),
             "replication" => replication_section(server, &mut body),
@@ -151,7 +151,7 @@ pub fn human_bytes(n: u64) -> String {
     }
 }
 
-fn memory_section(server: &Server, out: &mut String) -> &'static str {
+fn memory_section(server: &Server, t: &Totals, out: &mut String) -> &'static str {
     let rss = rss_bytes();
     let maxmemory: u64 = server.runtime.get("maxmemory").and_then(|v| v.parse().ok()).unwrap_or(0);
     field!(out, "used_memory", rss);
@@ -165,7 +165,8 @@ fn memory_section(server: &Server, out: &mut String) -> &'static str {
     field!(out, "maxmemory_policy", server.runtime.get("maxmemory-policy").unwrap_or_default());
     field!(out, "mem_fragmentation_ratio", "1.00");
     field!(out, "mem_allocator", "libc");
-    field!(out, "lazyfree_pending_objects", 0);
+    field!(out, "lazyfree_pending_objects", server.lazyfree.pending());
+    field!(out, "lazyfreed_objects", t.lazyfreed_objects);
     scripting_memory(server, out);
     "Memory"
 }

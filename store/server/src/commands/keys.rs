@@ -8,7 +8,18 @@ use rand::Rng;
 
 use super::{int_arg, is, CmdError, CmdResult, Ctx};
 
+/// DEL: frees in place, or in the background with `lazyfree-lazy-user-del`.
 pub fn del(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let lazy = ctx.server.runtime.lazy_user_del.load(std::sync::atomic::Ordering::Relaxed);
+    delete(ctx, args, lazy)
+}
+
+/// UNLINK: big values are freed in the background (see `crate::lazyfree`).
+pub fn unlink(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    delete(ctx, args, true)
+}
+
+fn delete(ctx: &mut Ctx<'_>, args: &[&[u8]], lazy: bool) -> CmdResult {
     let keys = &args[1..];
     let db = ctx.db();
     let mut guard = ctx.server.keyspace.lock_keys(keys.iter().copied());
@@ -16,7 +27,10 @@ pub fn del(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     for key in keys {
         let table = guard.table(db, key);
         if table.get(key, ctx.now_ms).is_some() {
-            table.remove(key);
+            let entry = table.remove(key);
+            if let (true, Some(entry)) = (lazy, entry) {
+                ctx.server.lazyfree.free_value(entry.value);
+            }
             removed += 1;
             ctx.notify(ev::GENERIC, "del", key);
             // Blocked XREADGROUPs on a deleted stream get an error (Redis's signalDeletedKeyAsReady).

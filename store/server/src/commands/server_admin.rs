@@ -100,11 +100,23 @@ pub fn dbsize(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
 }
 
 /// Checks FLUSHDB/FLUSHALL's optional ASYNC|SYNC argument.
-fn flush_mode(args: &[&[u8]]) -> CmdResult {
+/// Whether a flush frees in the background: ASYNC, SYNC, or neither (then
+/// `lazyfree-lazy-user-flush` decides).
+fn flush_is_async(ctx: &Ctx<'_>, args: &[&[u8]]) -> Result<bool, CmdError> {
     match args {
-        [] => Ok(()),
-        [mode] if is(mode, "async") || is(mode, "sync") => Ok(()),
+        [] => Ok(ctx.server.runtime.lazy_user_flush.load(std::sync::atomic::Ordering::Relaxed)),
+        [mode] if is(mode, "async") => Ok(true),
+        [mode] if is(mode, "sync") => Ok(false),
         _ => Err(CmdError::Syntax),
+    }
+}
+
+/// Empties database `db` of one shard: in place, or into `garbage` (freed
+/// in the background once every shard lock is released).
+fn flush_table(table: &mut cairn_engine::Table, garbage: Option<&mut Vec<cairn_engine::Table>>) {
+    match garbage {
+        Some(garbage) => garbage.push(table.take()),
+        None => table.clear(),
     }
 }
 
@@ -132,24 +144,28 @@ fn touch_swapped_watched(ctx: &Ctx<'_>, db: usize, other: usize) {
 }
 
 pub fn flushdb(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    flush_mode(&args[1..])?;
+    let lazy = flush_is_async(ctx, &args[1..])?;
     let db = ctx.db();
     touch_existing_watched(ctx, db);
+    let mut garbage = Vec::new();
     let mut all = ctx.server.keyspace.lock_all();
-    all.for_each_shard(|shard| shard.db(db).clear());
+    all.for_each_shard(|shard| flush_table(shard.db(db), lazy.then_some(&mut garbage)));
     drop(all);
+    ctx.server.lazyfree.free_tables(garbage);
     ctx.server.blocking.signal_db(db);
     ctx.out.ok();
     Ok(())
 }
 
 pub fn flushall(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    flush_mode(&args[1..])?;
+    let lazy = flush_is_async(ctx, &args[1..])?;
     let dbs = ctx.server.keyspace.num_dbs();
     (0..dbs).for_each(|db| touch_existing_watched(ctx, db));
+    let mut garbage = Vec::new();
     let mut all = ctx.server.keyspace.lock_all();
-    all.for_each_shard(|shard| (0..dbs).for_each(|db| shard.db(db).clear()));
+    all.for_each_shard(|shard| (0..dbs).for_each(|db| flush_table(shard.db(db), lazy.then_some(&mut garbage))));
     drop(all);
+    ctx.server.lazyfree.free_tables(garbage);
     (0..dbs).for_each(|db| ctx.server.blocking.signal_db(db));
     ctx.out.ok();
     Ok(())
@@ -225,7 +241,7 @@ pub fn bgsave(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 pub fn function(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let sub = args[1];
     if is(sub, "flush") {
-        flush_mode(&args[2..])?;
+        flush_is_async(ctx, &args[2..])?;
         ctx.out.ok();
     } else if is(sub, "list") {
         ctx.out.array(0);

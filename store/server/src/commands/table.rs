@@ -123,7 +123,7 @@ pub static CORE: &[CommandSpec] = &[
     c("waitaof", 4, 0, NONE, crate::persistence::waitaof::waitaof),
     // keys
     c("del", -2, W, KALL, keys::del),
-    c("unlink", -2, W | F, KALL, keys::del),
+    c("unlink", -2, W | F, KALL, keys::unlink),
     c("exists", -2, R | F, KALL, keys::exists),
     c("type", 2, R | F, K1, keys::type_),
     c("keys", 2, R, NONE, keys::keys),
