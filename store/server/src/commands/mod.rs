@@ -12,6 +12,7 @@ pub mod debug;
 pub mod dump;
 pub mod error;
 pub mod expire;
+pub mod geo;
 pub mod hashes;
 pub mod info;
 pub mod introspection;

@@ -4,7 +4,7 @@
 use std::sync::OnceLock;
 
 use super::{
-    bits, client, connection, debug, dump, expire, hashes, info, introspection, keys, lists, pubsub, scripting,
+    bits, client, connection, debug, dump, expire, geo, hashes, info, introspection, keys, lists, pubsub, scripting,
     server_admin, sets, slowlog, sort, streams, strings, transactions, zsets, Handler,
 };
 
@@ -175,13 +175,14 @@ pub static CORE: &[CommandSpec] = &[
 ];
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 10] {
+fn families() -> [&'static [CommandSpec]; 11] {
     [
         CORE,
         lists::COMMANDS,
         hashes::COMMANDS,
         sets::COMMANDS,
         zsets::COMMANDS,
+        geo::COMMANDS,
         streams::COMMANDS,
         transactions::COMMANDS,
         pubsub::COMMANDS,
