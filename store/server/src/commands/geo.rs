@@ -26,7 +26,9 @@ mod sort;
 use cairn_protocol::ReplyWriter;
 
 use super::table::{c, CommandSpec, K1, K12, MOVABLE, R, W};
-use super::{float_arg, is, CmdError};
+use cairn_engine::types::zset::parse_score;
+
+use super::{is, CmdError};
 
 /// This family's commands (joined into the command table). GEORADIUS and
 /// GEORADIUSBYMEMBER write only with STORE/STOREDIST, whose key is not at a
@@ -43,6 +45,31 @@ pub static COMMANDS: &[CommandSpec] = &[
     c("georadiusbymember", -5, W | MOVABLE, K1, search::georadiusbymember),
     c("georadiusbymember_ro", -5, R, K1, search::georadiusbymember_ro),
 ];
+
+/// The key positions COMMAND GETKEYS reports for GEORADIUS and
+/// GEORADIUSBYMEMBER (`georadiusGetKeys`): the source, and the last
+/// STORE/STOREDIST key if any. `None` for the other commands.
+pub fn movable_key_positions(name: &str, args: &[&[u8]]) -> Option<Vec<usize>> {
+    if name != "georadius" && name != "georadiusbymember" {
+        return None;
+    }
+    let mut stored_key = None;
+    let mut i = 5;
+    while i < args.len() {
+        if (is(args[i], "store") || is(args[i], "storedist")) && i + 1 < args.len() {
+            stored_key = Some(i + 1);
+            i += 1;
+        }
+        i += 1;
+    }
+    Some(std::iter::once(1).chain(stored_key).collect())
+}
+
+/// A double argument as Redis reads one (`getDoubleFromObject`: hexadecimal
+/// accepted, overflow refused); `message` replaces "value is not a valid float".
+fn double_arg(arg: &[u8], message: Option<&'static str>) -> Result<f64, CmdError> {
+    parse_score(arg).ok_or(message.map_or(CmdError::NotFloat, CmdError::Static))
+}
 
 /// Meters per unit (`extractUnitOrReply`).
 fn unit_to_meters(unit: &[u8]) -> Result<f64, CmdError> {
@@ -61,7 +88,7 @@ fn unit_to_meters(unit: &[u8]) -> Result<f64, CmdError> {
 
 /// A longitude and a latitude inside Redis's limits (`extractLongLatOrReply`).
 fn long_lat(longitude: &[u8], latitude: &[u8]) -> Result<[f64; 2], CmdError> {
-    let xy = [float_arg(longitude)?, float_arg(latitude)?];
+    let xy = [double_arg(longitude, None)?, double_arg(latitude, None)?];
     let valid = (hash::LONG_MIN..=hash::LONG_MAX).contains(&xy[0]) && (hash::LAT_MIN..=hash::LAT_MAX).contains(&xy[1]);
     if !valid {
         return Err(CmdError::Message(format!("ERR invalid longitude,latitude pair {:.6},{:.6}", xy[0], xy[1])));
@@ -110,5 +137,15 @@ mod tests {
             Err(CmdError::Message("ERR invalid longitude,latitude pair 1.000000,100.000000".into()))
         );
         assert_eq!(long_lat(b"x", b"1"), Err(CmdError::NotFloat));
+        assert_eq!(long_lat(b"1e400", b"1"), Err(CmdError::NotFloat));
+        assert_eq!(long_lat(b"0x10", b"-0x1p3"), Ok([16.0, -8.0]));
+    }
+
+    #[test]
+    fn getkeys_of_the_radius_commands() {
+        let args: [&[u8]; 10] = [b"georadius", b"k", b"0", b"0", b"1", b"m", b"STORE", b"a", b"storedist", b"b"];
+        assert_eq!(movable_key_positions("georadius", &args), Some(vec![1, 9]));
+        assert_eq!(movable_key_positions("georadius", &args[..6]), Some(vec![1]));
+        assert_eq!(movable_key_positions("geosearch", &args), None);
     }
 }

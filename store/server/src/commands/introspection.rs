@@ -182,6 +182,9 @@ fn getkeys(ctx: &mut Ctx<'_>, full: &[&[u8]]) -> CmdResult {
         // EVAL's keys follow its numkeys argument.
         super::scripting::key_positions(full)
             .map_err(|_| CmdError::Static("ERR Invalid arguments specified for command"))?
+    } else if let Some(positions) = super::geo::movable_key_positions(spec.name, full) {
+        // GEORADIUS's STORE key is wherever its option is.
+        positions
     } else {
         spec.key_positions(full.len())
     };

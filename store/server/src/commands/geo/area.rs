@@ -214,9 +214,12 @@ mod tests {
 
     #[test]
     fn distances() {
-        // Palermo to Catania, as Redis's GEODIST documents it.
-        let d = distance(13.361389, 38.115556, 15.087269, 37.502669);
-        assert!((d - 166274.1516).abs() < 0.01, "{d}");
+        // Palermo to Catania as stored (their decoded positions), as Redis's
+        // GEODIST documents it.
+        let stored = |lon, lat| hash::decode_score(hash::score_of(lon, lat).expect("valid") as f64).expect("decodes");
+        let [lon1, lat1] = stored(13.361389, 38.115556);
+        let [lon2, lat2] = stored(15.087269, 37.502669);
+        assert_eq!(super::super::format::distance(distance(lon1, lat1, lon2, lat2)), "166274.1516");
         assert_eq!(distance(1.0, 2.0, 1.0, 3.0), lat_distance(2.0, 3.0));
     }
 

@@ -48,7 +48,7 @@ mod tests {
         assert_eq!(distance(0.77504), "0.7750");
         assert_eq!(distance(166274.15156960033), "166274.1516");
         assert_eq!(distance(0.00001), "0.0000");
-        assert_eq!(distance(0.00015), "0.0002");
+        assert_eq!(distance(0.00016), "0.0002");
         // Half a unit in the last place rounds to even, as llrint does.
         assert_eq!(distance(0.5 / 1024.0 / 1024.0 * 2.0), "0.0000");
         assert_eq!(distance(2.5 / 16.0), "0.1562");

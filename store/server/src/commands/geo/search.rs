@@ -11,10 +11,10 @@ use cairn_engine::types::zset::ScoreRange;
 use cairn_engine::types::ZSet;
 
 use super::super::zsets::{store_result, zset_mut};
-use super::super::{float_arg, int_arg, is, CmdError, CmdResult, Ctx};
+use super::super::{int_arg, is, CmdError, CmdResult, Ctx};
 use super::area::{self, Extent, Shape};
 use super::hash::{self, HashBits};
-use super::{long_lat, reply_distance, reply_position, sort, unit_to_meters};
+use super::{double_arg, long_lat, reply_distance, reply_position, sort, unit_to_meters};
 
 /// Which command runs (Redis's `RADIUS_COORDS`, `RADIUS_MEMBER`, `GEOSEARCH`
 /// and `GEOSEARCHSTORE` flags).
@@ -126,7 +126,7 @@ pub fn geosearchstore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 /// A radius and its unit (`extractDistanceOrReply`): the radius and the meters per unit.
 fn radius_arg(radius: &[u8], unit: &[u8]) -> Result<(f64, f64), CmdError> {
-    let radius = float_arg(radius).map_err(|_| CmdError::Static("ERR need numeric radius"))?;
+    let radius = double_arg(radius, Some("ERR need numeric radius"))?;
     if radius < 0.0 {
         return Err(CmdError::Static("ERR radius cannot be negative"));
     }
@@ -135,8 +135,8 @@ fn radius_arg(radius: &[u8], unit: &[u8]) -> Result<(f64, f64), CmdError> {
 
 /// A box's width, height and unit (`extractBoxOrReply`).
 fn box_arg(width: &[u8], height: &[u8], unit: &[u8]) -> Result<(Extent, f64), CmdError> {
-    let width = float_arg(width).map_err(|_| CmdError::Static("ERR need numeric width"))?;
-    let height = float_arg(height).map_err(|_| CmdError::Static("ERR need numeric height"))?;
+    let width = double_arg(width, Some("ERR need numeric width"))?;
+    let height = double_arg(height, Some("ERR need numeric height"))?;
     if height < 0.0 || width < 0.0 {
         return Err(CmdError::Static("ERR height or width cannot be negative"));
     }
