@@ -13,6 +13,9 @@
 //! - `random`: ZRANDMEMBER.
 //! - `set_source`: reading plain sets as inputs of the set operations.
 //!
+//! The GEO family (`geo.rs`) stores its indexes as sorted sets and reuses
+//! ZADD, `zset_mut` and `store_result`.
+//!
 //! Scores are written with `ReplyWriter::double` (`%.17g` in RESP2, a RESP3
 //! double otherwise); WITHSCORES replies are flat in RESP2 and pairs in RESP3.
 
