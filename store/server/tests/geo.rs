@@ -302,7 +302,7 @@ fn stores_notify_and_serve_blocked_clients() {
 }
 
 #[test]
-fn georadius_store_touches_watchers_of_its_destination() {
+fn georadius_touches_watchers_of_its_destination_only() {
     let server = TestServer::start();
     let mut c = server.client();
     sicily(&mut c, "src");
@@ -312,6 +312,12 @@ fn georadius_store_touches_watchers_of_its_destination() {
     c.cmd(&["MULTI"]);
     c.cmd(&["PING"]);
     assert_eq!(c.cmd(&["EXEC"]), OwnedFrame::Null);
+    // Without STORE, GEORADIUS writes nothing: its source's WATCHers are left alone.
+    c.cmd(&["WATCH", "src"]);
+    assert_eq!(other.cmd(&["GEORADIUS", "src", "15", "37", "100", "km"]), bulks(&["Catania"]));
+    c.cmd(&["MULTI"]);
+    c.cmd(&["PING"]);
+    assert_eq!(c.cmd(&["EXEC"]), arr(vec![simple("PONG")]));
     assert_eq!(
         c.cmd(&["COMMAND", "GETKEYS", "GEORADIUS", "src", "0", "0", "1", "m", "STORE", "dst"]),
         bulks(&["src", "dst"])
