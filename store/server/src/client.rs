@@ -192,7 +192,8 @@ pub struct Client {
     pub pubsub: Option<Box<crate::pubsub::Subscriptions>>,
     /// Set by a write handler that changed nothing (SETBIT of the bit already
     /// there, ...): the write path then logs no record, as Redis leaves
-    /// `dirty` alone. Cleared by the write path after every command.
+    /// `dirty` alone, and no WATCHer is touched (Redis signals no modified
+    /// key). Cleared by the dispatcher after every command.
     pub write_was_noop: bool,
     /// EVAL left its script here: the connection runs it off the event loop.
     pub pending_script: Option<Box<crate::scripting::run::ScriptRequest>>,

@@ -89,7 +89,7 @@ fn random_command(rng: &mut StdRng) -> Vec<Vec<u8>> {
     let n = |rng: &mut StdRng, hi: i64| rng.gen_range(0..hi).to_string().into_bytes();
     let v = |parts: &[&[u8]]| parts.iter().map(|p| p.to_vec()).collect::<Vec<_>>();
     let far = (cairn_engine::clock::now_ms() + 3_600_000).to_string().into_bytes();
-    match rng.gen_range(0..36) {
+    match rng.gen_range(0..38) {
         0 => v(&[b"SET", &key(rng, "s"), &n(rng, 1000)]),
         1 => v(&[b"INCR", &key(rng, "c")]),
         2 => v(&[b"INCRBYFLOAT", &key(rng, "f"), b"1.5"]),
@@ -125,6 +125,18 @@ fn random_command(rng: &mut StdRng) -> Vec<Vec<u8>> {
         32 => v(&[b"GET", &key(rng, "s")]),
         33 => v(&[b"PFADD", &key(rng, "p"), &n(rng, 300), &n(rng, 300)]),
         34 => v(&[b"PFMERGE", &key(rng, "p"), &key(rng, "p"), &key(rng, "p")]),
+        35 => v(&[b"GEOADD", &key(rng, "z"), &n(rng, 180), &n(rng, 80), &n(rng, 30)]),
+        36 => v(&[
+            b"GEOSEARCHSTORE",
+            &key(rng, "z"),
+            &key(rng, "z"),
+            b"FROMLONLAT",
+            b"0",
+            b"0",
+            b"BYRADIUS",
+            b"9000",
+            b"km",
+        ]),
         _ => v(&[b"SAVE"]),
     }
 }

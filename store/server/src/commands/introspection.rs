@@ -187,6 +187,9 @@ fn getkeys(ctx: &mut Ctx<'_>, full: &[&[u8]]) -> CmdResult {
     } else if spec.name == "sort" {
         // SORT's STORE destination may be anywhere among its options.
         super::sort::key_positions(full)
+    } else if let Some(positions) = super::geo::movable_key_positions(spec.name, full) {
+        // GEORADIUS's STORE key is wherever its option is.
+        positions
     } else {
         spec.key_positions(full.len())
     };

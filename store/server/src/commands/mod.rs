@@ -12,6 +12,7 @@ pub mod debug;
 pub mod dump;
 pub mod error;
 pub mod expire;
+pub mod geo;
 pub mod hashes;
 pub mod hyperloglog;
 pub mod info;
@@ -156,9 +157,14 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
     }
     counters.calls.add(1);
     ctx.stats.commands.add(1);
+    // A write that changed nothing (SETBIT of the same bit, GEORADIUS without
+    // STORE) modified no key, so its WATCHers are left alone, as in Redis.
+    let noop = std::mem::take(&mut ctx.client.write_was_noop);
     match result {
         Err(e) => ctx.out.error(&e.message(spec.name)),
-        Ok(()) if spec.flags & table::WRITE != 0 && ctx.server.watches.is_active() => touch_keys(ctx, spec, args),
+        Ok(()) if spec.flags & table::WRITE != 0 && !noop && ctx.server.watches.is_active() => {
+            touch_keys(ctx, spec, args)
+        }
         Ok(()) => {}
     }
     if record_error(ctx) {

@@ -4,8 +4,8 @@
 use std::sync::OnceLock;
 
 use super::{
-    bits, client, connection, debug, dump, expire, hashes, hyperloglog, info, introspection, keys, lists, pubsub,
-    scripting, server_admin, sets, slowlog, sort, streams, strings, transactions, zsets, Handler,
+    bits, client, connection, debug, dump, expire, geo, hashes, hyperloglog, info, introspection, keys, lists,
+    pubsub, scripting, server_admin, sets, slowlog, sort, streams, strings, transactions, zsets, Handler,
 };
 
 /// Modifies the keyspace: the write-ahead log records every command with this flag.
@@ -178,13 +178,14 @@ pub static CORE: &[CommandSpec] = &[
 ];
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 11] {
+fn families() -> [&'static [CommandSpec]; 12] {
     [
         CORE,
         lists::COMMANDS,
         hashes::COMMANDS,
         sets::COMMANDS,
         zsets::COMMANDS,
+        geo::COMMANDS,
         streams::COMMANDS,
         transactions::COMMANDS,
         pubsub::COMMANDS,

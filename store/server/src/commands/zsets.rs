@@ -13,6 +13,9 @@
 //! - `random`: ZRANDMEMBER.
 //! - `set_source`: reading plain sets as inputs of the set operations.
 //!
+//! The GEO family (`geo.rs`) stores its indexes as sorted sets and reuses
+//! ZADD, `zset_mut` and `store_result`.
+//!
 //! Scores are written with `ReplyWriter::double` (`%.17g` in RESP2, a RESP3
 //! double otherwise); WITHSCORES replies are flat in RESP2 and pairs in RESP3.
 
@@ -23,6 +26,9 @@ mod read;
 mod set_source;
 mod setops;
 mod write;
+
+/// ZADD, which GEOADD runs with its positions turned into scores.
+pub(super) use write::zadd;
 
 use cairn_engine::events as ev;
 use cairn_engine::types::ZSet;
@@ -72,7 +78,7 @@ pub static COMMANDS: &[CommandSpec] = &[
 ];
 
 /// The sorted set under `key`: `None` when absent, WRONGTYPE for other types.
-fn zset_mut<'t>(table: &'t mut Table, key: &[u8], now_ms: u64) -> Result<Option<&'t mut ZSet>, CmdError> {
+pub(super) fn zset_mut<'t>(table: &'t mut Table, key: &[u8], now_ms: u64) -> Result<Option<&'t mut ZSet>, CmdError> {
     match table.get(key, now_ms) {
         None => Ok(None),
         Some(entry) => match &mut entry.value {
@@ -85,7 +91,7 @@ fn zset_mut<'t>(table: &'t mut Table, key: &[u8], now_ms: u64) -> Result<Option<
 /// Stores a computed result under `dst` (replacing any value and expiry), or
 /// deletes `dst` when the result is empty; returns the result's size.
 /// `event` names the command for keyspace notifications.
-fn store_result(table: &mut Table, dst: &[u8], result: ZSet, now_ms: u64, event: &str) -> usize {
+pub(super) fn store_result(table: &mut Table, dst: &[u8], result: ZSet, now_ms: u64, event: &str) -> usize {
     let len = result.len();
     if len == 0 {
         if table.remove(dst).is_some() {

@@ -81,7 +81,8 @@ pub fn execute(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[&[u8]], wal: &Wal)
     let blocked = !was_blocked && matches!(ctx.client.block, BlockState::Blocked(_) | BlockState::NotServed);
     let reply = &ctx.out.buffer()[reply_start..];
     let failed = result.is_err() || reply.first().is_some_and(|&b| b == b'-' || b == b'!');
-    let noop = std::mem::take(&mut ctx.client.write_was_noop);
+    // Read, not cleared: the dispatcher also skips touching WATCHers for it.
+    let noop = ctx.client.write_was_noop;
     if !failed && !blocked && !noop {
         if let Err(e) = log(ctx, spec.name, args, reply_start, wal) {
             ctx.out.buffer().truncate(reply_start);
