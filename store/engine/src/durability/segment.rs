@@ -123,6 +123,9 @@ pub fn scan<'a, E>(
             Ok((rec, _)) if rec.lsn < expected => None,
             Ok((rec, _)) => Some(format!("record has LSN {} where {} was expected", rec.lsn, expected)),
             Err(record::DecodeError::BadLength(0)) => None,
+            // The zero-filled tail the writer left when the next record did
+            // not fit: fewer bytes than a record's length prefix.
+            Err(record::DecodeError::Incomplete(_)) if rest.iter().all(|&b| b == 0) => None,
             Err(e) => Some(e.to_string()),
         };
         let end = match (problem, durable_record_after(bytes, pos + 1, expected)) {
@@ -202,6 +205,23 @@ mod tests {
         let seg = segment(&[(1, 0), (2, 0), (3, 1)], 4096);
         let (n, s) = count(&seg, 1);
         assert_eq!((n, s.next_lsn, s.end), (3, 4, ScanEnd::Clean));
+    }
+
+    #[test]
+    fn a_zero_tail_shorter_than_a_length_prefix_is_a_clean_end() {
+        // A segment filled up to a few bytes before its end: the writer
+        // rotated because the next record did not fit in what was left.
+        let full = segment(&[(1, 0), (2, 0), (3, 1)], 4096);
+        let (_, s) = count(&full, 1);
+        for left in 1..record::PREFIX_LEN {
+            let seg = &full[..s.end_offset + left];
+            let (n, scan) = count(seg, 1);
+            assert_eq!((n, scan.next_lsn, scan.end), (3, 4, ScanEnd::Clean), "{left} bytes left");
+        }
+        // Non-zero bytes there are the start of a torn record.
+        let mut seg = full[..s.end_offset + 3].to_vec();
+        seg[s.end_offset] = 7;
+        assert!(matches!(count(&seg, 1).1.end, ScanEnd::Torn { .. }));
     }
 
     #[test]
