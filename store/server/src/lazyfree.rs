@@ -22,13 +22,8 @@ use parking_lot::Mutex;
 /// `LAZYFREE_THRESHOLD`).
 pub const LAZYFREE_THRESHOLD: usize = 64;
 
-/// What the background thread drops (its fields are only ever dropped).
-enum Garbage {
-    #[allow(dead_code)]
-    Value(Value),
-    #[allow(dead_code)]
-    Tables(Vec<Table>),
-}
+/// What the background thread drops: a value, or flushed tables.
+type Garbage = Box<dyn Send>;
 
 #[derive(Debug, Default)]
 struct Counters {
@@ -48,14 +43,14 @@ impl LazyFree {
     /// Frees a value removed from the keyspace: in the background if it is big.
     pub fn free_value(&self, value: Value) {
         if free_effort(&value) > LAZYFREE_THRESHOLD {
-            self.send(Garbage::Value(value));
+            self.send(Box::new(value));
         }
     }
 
     /// Frees the contents of flushed tables in the background.
     pub fn free_tables(&self, tables: Vec<Table>) {
         if tables.iter().any(|t| !t.is_empty()) {
-            self.send(Garbage::Tables(tables));
+            self.send(Box::new(tables));
         }
     }
 

@@ -66,7 +66,8 @@ pub fn feed(ctx: &Ctx<'_>, index: usize, args: &[&[u8]]) {
     // Scripts are `skip_monitor` in Redis's table, but EVAL and its kin
     // show themselves before the commands they run.
     let script = table::spec(index).runs_script();
-    if ctx.client.origin == Origin::Internal || !(script || shown(index, args)) {
+    let slot = ctx.client.handle.last_subcommand.load(std::sync::atomic::Ordering::Relaxed);
+    if ctx.client.origin == Origin::Internal || !(script || shown(index, slot)) {
         return;
     }
     let source = match ctx.client.origin {
@@ -111,10 +112,10 @@ fn quote_into(out: &mut Vec<u8>, bytes: &[u8]) {
     out.push(b'"');
 }
 
-/// Whether Redis shows the command (for a container, its subcommand).
-fn shown(index: usize, args: &[&[u8]]) -> bool {
-    let slot = args.get(1).map_or(0, |sub| table::subcommand_slot(index, sub));
-    if slot != 0 {
+/// Whether Redis shows command `index` (for a container, its subcommand
+/// `slot`, as the dispatcher recorded it: see `table::subcommand_slot`).
+fn shown(index: usize, slot: u8) -> bool {
+    if table::spec(index).flags & table::SUBCOMMANDS != 0 && slot != 0 {
         return !hidden(table::full_name(index, slot));
     }
     static HIDDEN: OnceLock<Vec<bool>> = OnceLock::new();

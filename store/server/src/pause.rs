@@ -14,12 +14,11 @@
 //! Cost while not paused: one relaxed load per command.
 
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use crate::commands::{is, meta, table};
+use crate::commands::{is, table};
 
 /// Longest a waiting client sleeps before it looks at the clock again (a
 /// pause also ends by its timeout, which nothing signals).
@@ -182,14 +181,7 @@ pub fn holds(mode: Option<PauseMode>, index: usize, args: &[&[u8]], queued_write
 /// Whether command `index` writes or may replicate (Redis's `write` and
 /// `may_replicate` flags).
 pub fn writes_or_replicates(index: usize) -> bool {
-    static FLAGS: OnceLock<Vec<bool>> = OnceLock::new();
-    FLAGS.get_or_init(|| {
-        table::all()
-            .iter()
-            .enumerate()
-            .map(|(index, spec)| meta::has_flag(spec.name, "write") || table::may_replicate(index))
-            .collect()
-    })[index]
+    table::spec(index).flags & table::WRITE != 0 || table::may_replicate(index)
 }
 
 /// A read-only script command (EVAL_RO, ...), or EVAL of a body whose

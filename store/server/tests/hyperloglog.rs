@@ -41,14 +41,6 @@ fn number(frame: &OwnedFrame) -> i64 {
     }
 }
 
-/// `cairn_last_lsn` from INFO persistence: the log's last record.
-fn last_lsn(c: &mut Client) -> u64 {
-    let OwnedFrame::BlobString { data, .. } = c.cmd(&["INFO", "persistence"]) else { panic!("INFO") };
-    let text = String::from_utf8(data).expect("utf-8");
-    let line = text.lines().find_map(|l| l.strip_prefix("cairn_last_lsn:")).expect("cairn_last_lsn");
-    line.trim().parse().expect("number")
-}
-
 const NOT_HLL: &str = "WRONGTYPE Key is not a valid HyperLogLog string value.";
 const CORRUPT: &str = "INVALIDOBJ Corrupted HLL object detected";
 
@@ -204,21 +196,25 @@ fn pfadd_and_pfmerge_raise_pfadd_events() {
 fn only_changes_are_logged() {
     let server = TestServer::start();
     let mut c = server.client();
-    let start = last_lsn(&mut c);
+    let start = c.info_number("persistence", "cairn_last_lsn");
     c.cmd(&["PFADD", "h", "a", "b"]);
-    assert_eq!(last_lsn(&mut c), start + 1);
+    assert_eq!(c.info_number("persistence", "cairn_last_lsn"), start + 1);
     assert_eq!(c.cmd(&["PFADD", "h", "a", "b"]), int(0));
     assert_eq!(c.cmd(&["PFCOUNT", "h"]), int(2));
     assert_eq!(c.cmd(&["PFCOUNT", "h", "other"]), int(2));
     assert_eq!(c.cmd(&["PFDEBUG", "ENCODING", "h"]), simple("sparse"));
     assert!(matches!(c.cmd(&["PFDEBUG", "DECODE", "h"]), OwnedFrame::BlobString { .. }));
-    assert_eq!(last_lsn(&mut c), start + 1, "no-ops, reads and the cache refresh are not logged");
+    assert_eq!(
+        c.info_number("persistence", "cairn_last_lsn"),
+        start + 1,
+        "no-ops, reads and the cache refresh are not logged"
+    );
     assert_eq!(c.cmd(&["PFDEBUG", "TODENSE", "h"]), int(1));
-    assert_eq!(last_lsn(&mut c), start + 2);
+    assert_eq!(c.info_number("persistence", "cairn_last_lsn"), start + 2);
     assert!(matches!(c.cmd(&["PFDEBUG", "GETREG", "h"]), OwnedFrame::Array { .. }));
-    assert_eq!(last_lsn(&mut c), start + 2, "GETREG of a dense sketch changes nothing");
+    assert_eq!(c.info_number("persistence", "cairn_last_lsn"), start + 2, "GETREG of a dense sketch changes nothing");
     c.cmd(&["PFMERGE", "m", "h"]);
-    assert_eq!(last_lsn(&mut c), start + 3);
+    assert_eq!(c.info_number("persistence", "cairn_last_lsn"), start + 3);
 }
 
 #[test]

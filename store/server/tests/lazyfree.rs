@@ -6,22 +6,14 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use redis_protocol::resp3::types::OwnedFrame;
-
-fn info_field(c: &mut Client, name: &str) -> u64 {
-    let OwnedFrame::BlobString { data, .. } = c.cmd(&["INFO", "memory"]) else { panic!("INFO bulk") };
-    let text = String::from_utf8_lossy(&data).into_owned();
-    let prefix = format!("{name}:");
-    text.lines().find_map(|l| l.strip_prefix(prefix.as_str())).expect("field").trim().parse().expect("a number")
-}
 
 fn wait_freed(c: &mut Client, n: u64) {
     let deadline = Instant::now() + Duration::from_secs(5);
-    while info_field(c, "lazyfreed_objects") != n {
+    while c.info_number("memory", "lazyfreed_objects") != n {
         assert!(Instant::now() < deadline, "lazyfreed_objects never reached {n}");
         std::thread::sleep(Duration::from_millis(10));
     }
-    assert_eq!(info_field(c, "lazyfree_pending_objects"), 0);
+    assert_eq!(c.info_number("memory", "lazyfree_pending_objects"), 0);
 }
 
 fn big_set(c: &mut Client, key: &str) {
@@ -43,13 +35,13 @@ fn unlink_frees_big_values_in_the_background_and_small_ones_in_place() {
     // DEL frees in place unless lazyfree-lazy-user-del says otherwise.
     big_set(&mut c, "big");
     assert_eq!(c.cmd(&["DEL", "big"]), int(1));
-    assert_eq!(info_field(&mut c, "lazyfreed_objects"), 1);
+    assert_eq!(c.info_number("memory", "lazyfreed_objects"), 1);
     c.cmd(&["CONFIG", "SET", "lazyfree-lazy-user-del", "yes"]);
     big_set(&mut c, "big");
     assert_eq!(c.cmd(&["DEL", "big"]), int(1));
     wait_freed(&mut c, 2);
     assert_eq!(c.cmd(&["CONFIG", "RESETSTAT"]), simple("OK"));
-    assert_eq!(info_field(&mut c, "lazyfreed_objects"), 0);
+    assert_eq!(c.info_number("memory", "lazyfreed_objects"), 0);
 }
 
 #[test]
@@ -71,6 +63,6 @@ fn async_flushes_empty_at_once_and_free_in_the_background() {
     c.cmd(&["SET", "k", "v"]);
     assert_eq!(c.cmd(&["FLUSHALL", "SYNC"]), simple("OK"));
     assert_eq!(c.cmd(&["FLUSHALL", "ASYNC"]), simple("OK"));
-    assert_eq!(info_field(&mut c, "lazyfreed_objects"), 2);
+    assert_eq!(c.info_number("memory", "lazyfreed_objects"), 2);
     assert_eq!(c.cmd(&["FLUSHDB", "LATER"]), err("ERR syntax error"));
 }

@@ -21,20 +21,6 @@ fn two_workers() -> TestServer {
     TestServer::start_with(|c| c.threads = Some(2))
 }
 
-/// Waits until INFO reports `n` blocked clients.
-fn wait_blocked(c: &mut Client, n: usize) {
-    let want = format!("blocked_clients:{n}\r\n");
-    let start = Instant::now();
-    loop {
-        let OwnedFrame::BlobString { data, .. } = c.cmd(&["INFO", "clients"]) else { panic!("INFO reply") };
-        if String::from_utf8_lossy(&data).contains(&want) {
-            return;
-        }
-        assert!(start.elapsed() < Duration::from_secs(5), "never reached {want:?}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
 #[test]
 fn push_pop_range_and_errors() {
     let server = TestServer::start();
@@ -70,7 +56,7 @@ fn blocked_client_is_served_before_the_pusher_continues() {
     let mut blocked: Vec<Client> = (0..4).map(|_| server.client()).collect();
     for (i, c) in blocked.iter_mut().enumerate() {
         c.send_raw(&Client::encode(&[b"BLPOP", b"k", b"0"]));
-        wait_blocked(&mut pusher, i + 1);
+        pusher.wait_blocked(i as u64 + 1);
     }
     // One push serves exactly the first blocked client, and the pusher's
     // very next command already sees the pop.
@@ -82,7 +68,7 @@ fn blocked_client_is_served_before_the_pusher_continues() {
     for (c, v) in blocked[1..].iter_mut().zip(["b", "c", "d"]) {
         assert_eq!(c.read(), bulks(&["k", v]), "first blocked, first served");
     }
-    wait_blocked(&mut pusher, 0);
+    pusher.wait_blocked(0);
 }
 
 #[test]
@@ -92,11 +78,11 @@ fn chained_moves_and_pipelines_after_a_block() {
     let mut first = server.client();
     let mut second = server.client();
     first.send_raw(&Client::encode(&[b"BLMOVE", b"l1", b"l2", b"RIGHT", b"LEFT", b"0"]));
-    wait_blocked(&mut c, 1);
+    c.wait_blocked(1);
     let mut batch = Client::encode(&[b"BLMOVE", b"l2", b"l3", b"LEFT", b"RIGHT", b"0"]);
     batch.extend(Client::encode(&[b"PING"]));
     second.send_raw(&batch);
-    wait_blocked(&mut c, 2);
+    c.wait_blocked(2);
     assert_eq!(c.cmd(&["RPUSH", "l1", "foo"]), int(1));
     assert_eq!(c.cmd(&["LRANGE", "l3", "0", "-1"]), bulks(&["foo"]));
     assert_eq!(c.cmd(&["EXISTS", "l1", "l2"]), int(0));
@@ -119,15 +105,15 @@ fn timeouts_unblock_and_disconnects() {
         other => panic!("CLIENT ID: {other:?}"),
     };
     b.send_raw(&Client::encode(&[b"BLMPOP", b"0", b"1", b"none", b"LEFT"]));
-    wait_blocked(&mut c, 1);
+    c.wait_blocked(1);
     assert_eq!(c.cmd(&["CLIENT", "UNBLOCK", &id, "ERROR"]), int(1));
     assert_eq!(b.read(), err("UNBLOCKED client unblocked via CLIENT UNBLOCK"));
     assert_eq!(c.cmd(&["CLIENT", "UNBLOCK", &id]), int(0));
 
     b.send_raw(&Client::encode(&[b"BLPOP", b"none", b"0"]));
-    wait_blocked(&mut c, 1);
+    c.wait_blocked(1);
     drop(b);
-    wait_blocked(&mut c, 0);
+    c.wait_blocked(0);
     assert_eq!(c.cmd(&["RPUSH", "none", "x"]), int(1));
     assert_eq!(c.cmd(&["LLEN", "none"]), int(1), "nobody left to serve");
 }
@@ -139,14 +125,14 @@ fn wrong_types_while_blocked() {
     let mut b = server.client();
     c.cmd(&["SET", "dst", "string"]);
     b.send_raw(&Client::encode(&[b"BRPOPLPUSH", b"src", b"dst", b"0"]));
-    wait_blocked(&mut c, 1);
+    c.wait_blocked(1);
     c.cmd(&["RPUSH", "src", "a"]);
     assert_eq!(b.read(), err("WRONGTYPE Operation against a key holding the wrong kind of value"));
     assert_eq!(c.cmd(&["LRANGE", "src", "0", "-1"]), bulks(&["a"]));
 
     // A key that turns into another type does not wake the client.
     b.send_raw(&Client::encode(&[b"BLPOP", b"k", b"0"]));
-    wait_blocked(&mut c, 1);
+    c.wait_blocked(1);
     c.cmd(&["SET", "k", "v"]);
     c.cmd(&["RENAME", "k", "k2"]);
     c.cmd(&["RPUSH", "tmp", "x"]);

@@ -8,22 +8,6 @@ use std::time::{Duration, Instant};
 use common::*;
 use redis_protocol::resp3::types::OwnedFrame;
 
-fn info_field(c: &mut Client, name: &str) -> u64 {
-    let OwnedFrame::BlobString { data, .. } = c.cmd(&["INFO"]) else { panic!("INFO bulk") };
-    let text = String::from_utf8_lossy(&data).into_owned();
-    let prefix = format!("{name}:");
-    text.lines().find_map(|l| l.strip_prefix(prefix.as_str())).expect("field").trim().parse().expect("a number")
-}
-
-/// Waits until INFO shows `n` blocked clients.
-fn wait_blocked(c: &mut Client, n: u64) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while info_field(c, "blocked_clients") != n {
-        assert!(Instant::now() < deadline, "never {n} blocked clients");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 fn send(c: &mut Client, words: &[&str]) {
     let args: Vec<&[u8]> = words.iter().map(|w| w.as_bytes()).collect();
     c.send_raw(&Client::encode(&args));
@@ -39,7 +23,7 @@ fn a_write_pause_holds_writes_until_unpause_and_lets_reads_through() {
     send(&mut writer, &["SET", "k", "after"]);
     let mut script = server.client();
     send(&mut script, &["EVAL", "return 5", "0"]);
-    wait_blocked(&mut admin, 2);
+    admin.wait_blocked(2);
     // Reads, malformed commands and no-writes scripts are answered at once.
     let mut reader = server.client();
     assert_eq!(reader.cmd(&["GET", "k"]), bulk("before"));
@@ -49,7 +33,7 @@ fn a_write_pause_holds_writes_until_unpause_and_lets_reads_through() {
     assert_eq!(writer.read(), simple("OK"));
     assert_eq!(script.read(), int(5));
     assert_eq!(reader.cmd(&["GET", "k"]), bulk("after"));
-    assert_eq!(info_field(&mut admin, "blocked_clients"), 0);
+    assert_eq!(admin.info_number("clients", "blocked_clients"), 0);
 }
 
 #[test]
@@ -65,7 +49,7 @@ fn transactions_are_held_at_exec_by_what_they_queued() {
     tx.cmd(&["MULTI"]);
     assert_eq!(tx.cmd(&["SET", "k", "v"]), simple("QUEUED"), "queuing is not held");
     send(&mut tx, &["EXEC"]);
-    wait_blocked(&mut admin, 1);
+    admin.wait_blocked(1);
     admin.cmd(&["CLIENT", "UNPAUSE"]);
     let OwnedFrame::Array { data, .. } = tx.read() else { panic!("EXEC's array") };
     assert_eq!(data, vec![simple("OK")]);
@@ -87,7 +71,7 @@ fn a_pause_all_holds_reads_and_ends_by_its_timeout() {
 fn expiry_stops_during_a_pause() {
     let server = TestServer::start();
     let mut c = server.client();
-    let expired_before = info_field(&mut c, "expired_keys");
+    let expired_before = c.info_number("stats", "expired_keys");
     c.cmd(&["MULTI"]);
     c.cmd(&["SET", "a", "1", "PX", "10"]);
     c.cmd(&["CLIENT", "PAUSE", "100000", "WRITE"]);
@@ -96,10 +80,10 @@ fn expiry_stops_during_a_pause() {
     // Logically expired, but neither deleted nor counted.
     assert_eq!(c.cmd(&["GET", "a"]), null_bulk_resp2());
     assert_eq!(c.cmd(&["DBSIZE"]), int(1));
-    assert_eq!(info_field(&mut c, "expired_keys"), expired_before);
+    assert_eq!(c.info_number("stats", "expired_keys"), expired_before);
     c.cmd(&["CLIENT", "UNPAUSE"]);
     assert_eq!(c.cmd(&["GET", "a"]), null_bulk_resp2());
-    assert_eq!(info_field(&mut c, "expired_keys"), expired_before + 1);
+    assert_eq!(c.info_number("stats", "expired_keys"), expired_before + 1);
 }
 
 #[test]

@@ -38,13 +38,6 @@ fn clients(server: &TestServer, n: usize) -> Vec<Client> {
     (0..n).map(|_| server.client()).collect()
 }
 
-fn info_field(c: &mut Client, field: &str) -> String {
-    let OwnedFrame::BlobString { data, .. } = c.cmd(&["INFO", "stats"]) else { panic!("INFO reply") };
-    let text = String::from_utf8_lossy(&data).into_owned();
-    let prefix = format!("{field}:");
-    text.lines().find_map(|l| l.strip_prefix(&prefix)).map(str::to_string).expect("field present")
-}
-
 #[test]
 fn publish_reaches_subscribers_on_every_worker() {
     let server = two_workers();
@@ -209,8 +202,8 @@ fn pubsub_introspection_and_stats() {
     assert_eq!(admin.cmd(&["PUBSUB", "SHARDNUMSUB", "x"]), array(vec![bulk("x"), int(0)]));
     assert_eq!(admin.cmd(&["PUBSUB", "NUMPAT", "x"]), err("ERR wrong number of arguments for 'pubsub|numpat' command"));
     assert_eq!(admin.cmd(&["PUBSUB", "NOPE"]), err("ERR unknown subcommand 'NOPE'. Try PUBSUB HELP."));
-    assert_eq!(info_field(&mut admin, "pubsub_channels"), "2");
-    assert_eq!(info_field(&mut admin, "pubsub_patterns"), "2");
+    assert_eq!(admin.info_field("stats", "pubsub_channels"), "2");
+    assert_eq!(admin.info_field("stats", "pubsub_patterns"), "2");
     // Each subscription that matches counts as one receiver.
     assert_eq!(admin.cmd(&["PUBLISH", "news.1", "m"]), int(4));
 

@@ -137,6 +137,29 @@ impl Client {
         self.read()
     }
 
+    /// Field `field` of INFO `section`, as text.
+    pub fn info_field(&mut self, section: &str, field: &str) -> String {
+        let OwnedFrame::BlobString { data, .. } = self.cmd(&["INFO", section]) else { panic!("INFO reply") };
+        let text = String::from_utf8_lossy(&data).into_owned();
+        let prefix = format!("{field}:");
+        let value = text.lines().find_map(|l| l.strip_prefix(prefix.as_str())).map(str::trim);
+        value.unwrap_or_else(|| panic!("INFO {section} has no {field}")).to_string()
+    }
+
+    /// Field `field` of INFO `section`, a number.
+    pub fn info_number(&mut self, section: &str, field: &str) -> u64 {
+        self.info_field(section, field).parse().expect("a number")
+    }
+
+    /// Waits (at most 5 s) until INFO reports `n` blocked clients.
+    pub fn wait_blocked(&mut self, n: u64) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while self.info_number("clients", "blocked_clients") != n {
+            assert!(std::time::Instant::now() < deadline, "never {n} blocked clients");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// Whether the server closed the connection (reads until EOF or timeout).
     pub fn is_closed(&mut self) -> bool {
         let mut chunk = [0u8; 1024];

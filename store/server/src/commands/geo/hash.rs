@@ -203,38 +203,32 @@ pub fn align_52_bits(hash: HashBits) -> u64 {
 
 /// Moves a hash one cell east (`d > 0`) or west (`d < 0`), wrapping around.
 fn move_x(hash: &mut HashBits, d: i8) {
-    if d == 0 {
-        return;
-    }
-    let shift = 64 - u32::from(hash.step) * 2;
-    let mut x = hash.bits & 0xaaaaaaaaaaaaaaaa;
-    let y = hash.bits & 0x5555555555555555;
-    let zz = 0x5555555555555555u64 >> shift;
-    if d > 0 {
-        x = x.wrapping_add(zz + 1);
-    } else {
-        x = (x | zz).wrapping_sub(zz + 1);
-    }
-    x &= 0xaaaaaaaaaaaaaaaau64 >> shift;
-    hash.bits = x | y;
+    move_along(hash, d, 0xaaaaaaaaaaaaaaaa);
 }
 
 /// Moves a hash one cell north (`d > 0`) or south (`d < 0`), wrapping around.
 fn move_y(hash: &mut HashBits, d: i8) {
+    move_along(hash, d, 0x5555555555555555);
+}
+
+/// Redis's `geohash_move_x`/`geohash_move_y` in one: steps the coordinate
+/// whose interleaved bits `moving` selects by one cell, leaving the other.
+fn move_along(hash: &mut HashBits, d: i8, moving: u64) {
     if d == 0 {
         return;
     }
+    let fixed = !moving;
     let shift = 64 - u32::from(hash.step) * 2;
-    let x = hash.bits & 0xaaaaaaaaaaaaaaaa;
-    let mut y = hash.bits & 0x5555555555555555;
-    let zz = 0xaaaaaaaaaaaaaaaau64 >> shift;
+    let mut moved = hash.bits & moving;
+    let kept = hash.bits & fixed;
+    let zz = fixed >> shift;
     if d > 0 {
-        y = y.wrapping_add(zz + 1);
+        moved = moved.wrapping_add(zz + 1);
     } else {
-        y = (y | zz).wrapping_sub(zz + 1);
+        moved = (moved | zz).wrapping_sub(zz + 1);
     }
-    y &= 0x5555555555555555u64 >> shift;
-    hash.bits = x | y;
+    moved &= moving >> shift;
+    hash.bits = moved | kept;
 }
 
 /// The hash `dx` cells east and `dy` cells north of `hash`.

@@ -1,6 +1,8 @@
 //! GEOADD (ZADD of positions turned into scores), and the per-member reads
 //! GEOPOS, GEODIST and GEOHASH.
 
+use cairn_protocol::ReplyWriter;
+
 use super::super::zsets::{zadd, zset_mut};
 use super::super::{is, CmdError, CmdResult, Ctx};
 use super::{hash, long_lat, reply_distance, reply_position, unit_to_meters};
@@ -50,18 +52,10 @@ pub fn geoadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 /// GEOPOS key member [...]: each member's position, or a null array.
 pub fn geopos(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let (key, db, now) = (args[1], ctx.db(), ctx.now_ms);
-    let mut shard = ctx.server.keyspace.lock_key(key);
-    let zset = zset_mut(shard.db(db), key, now)?;
-    let members = &args[2..];
-    ctx.out.array(members.len());
-    for member in members {
-        match zset.as_ref().and_then(|z| z.score(member)).and_then(hash::decode_score) {
-            Some(position) => reply_position(&mut ctx.out, position),
-            None => ctx.out.null_array(),
-        }
-    }
-    Ok(())
+    per_member(ctx, args, |out, score| match score.and_then(hash::decode_score) {
+        Some(position) => reply_position(out, position),
+        None => out.null_array(),
+    })
 }
 
 /// GEODIST key member1 member2 [M|KM|FT|MI]: the distance between two
@@ -92,16 +86,22 @@ pub fn geodist(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// GEOHASH key member [...]: each member's 11-character standard geohash,
 /// or a null bulk string.
 pub fn geohash(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    per_member(ctx, args, |out, score| match score.and_then(hash::standard_geohash) {
+        Some(text) => out.bulk(&text),
+        None => out.null_bulk(),
+    })
+}
+
+/// `KEY member [...]` read per member: an array with `reply`'s answer for
+/// each member's score (`None`: no such member or key).
+fn per_member(ctx: &mut Ctx<'_>, args: &[&[u8]], reply: impl Fn(&mut ReplyWriter<'_>, Option<f64>)) -> CmdResult {
     let (key, db, now) = (args[1], ctx.db(), ctx.now_ms);
     let mut shard = ctx.server.keyspace.lock_key(key);
     let zset = zset_mut(shard.db(db), key, now)?;
     let members = &args[2..];
     ctx.out.array(members.len());
     for member in members {
-        match zset.as_ref().and_then(|z| z.score(member)).and_then(hash::standard_geohash) {
-            Some(text) => ctx.out.bulk(&text),
-            None => ctx.out.null_bulk(),
-        }
+        reply(&mut ctx.out, zset.as_ref().and_then(|z| z.score(member)));
     }
     Ok(())
 }
