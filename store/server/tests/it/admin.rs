@@ -2,14 +2,12 @@
 //! endpoint, the 401/403/400 paths, and what the durability layer's hooks
 //! change.
 
-mod common;
-
 use std::sync::Arc;
 
+use crate::common::http::{get, request};
+use crate::common::{bulk, simple, TestServer};
 use cairn_server::admin::snapshot::{SnapshotError, SnapshotHook, SnapshotReport};
 use cairn_server::metrics::durability::{DurabilitySnapshot, DurabilitySource};
-use common::http::{get, request};
-use common::{bulk, simple, TestServer};
 
 const TOKEN: &str = "t0ken-for-tests";
 const AUTH: (&str, &str) = ("Authorization", "Bearer t0ken-for-tests");

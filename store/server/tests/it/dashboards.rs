@@ -3,7 +3,7 @@
 //! selects by `$instance` and `$pod`, and names only metrics a running Cairn
 //! exports (scraped from an in-process server's /metrics).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;

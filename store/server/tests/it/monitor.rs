@@ -1,9 +1,7 @@
 //! Integration tests of MONITOR and of CLIENT LIST's per-command fields,
 //! against the real server over RESP, with Redis 7.0's formats.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use redis_protocol::resp3::types::OwnedFrame;
 
 /// The next MONITOR line, without its timestamp: `[db source] "arg" ...`.

@@ -3,11 +3,9 @@
 //! per-command events, expiry (lazy and active, and INFO's count of it),
 //! `new`, and eviction.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use redis_protocol::resp3::types::OwnedFrame;
 
 fn array(items: Vec<OwnedFrame>) -> OwnedFrame {

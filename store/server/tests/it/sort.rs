@@ -1,9 +1,7 @@
 //! SORT against the real server: its keys as COMMAND GETKEYS reports them,
 //! and BY nosort keeping a list's or sorted set's own order (reversed by DESC).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use redis_protocol::resp3::types::OwnedFrame;
 
 fn bulks(items: &[&str]) -> OwnedFrame {

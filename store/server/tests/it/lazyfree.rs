@@ -1,11 +1,9 @@
 //! Integration tests of lazy freeing (UNLINK, FLUSHDB/FLUSHALL ASYNC and
 //! the `lazyfree-lazy-user-*` parameters) against the real server.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
 fn wait_freed(c: &mut Client, n: u64) {
     let deadline = Instant::now() + Duration::from_secs(5);

@@ -1,9 +1,7 @@
 //! Integration tests of SLOWLOG against the real server over RESP, with
 //! Redis 7.0's replies.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use redis_protocol::resp3::types::OwnedFrame;
 
 fn entries(c: &mut Client, count: &str) -> Vec<Vec<OwnedFrame>> {

@@ -1,11 +1,9 @@
 //! Integration tests of pub/sub against the real server (two workers, so
 //! publisher and subscribers may live on different threads) over real RESP.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use redis_protocol::resp3::types::OwnedFrame;
 
 fn array(items: Vec<OwnedFrame>) -> OwnedFrame {

@@ -1,9 +1,7 @@
 //! Integration tests of the stream commands over real RESP: replies and
 //! errors as Redis 7.0.15 gives them (compared by hand against redis-server).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use redis_protocol::resp3::types::OwnedFrame;
 
 fn array(items: Vec<OwnedFrame>) -> OwnedFrame {

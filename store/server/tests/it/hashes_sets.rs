@@ -1,11 +1,9 @@
 //! Integration tests for the hash and set commands: the real server on an
 //! ephemeral loopback port, spoken to over real RESP.
 
-mod common;
-
 use std::collections::BTreeSet;
 
-use common::*;
+use crate::common::*;
 use redis_protocol::resp3::types::OwnedFrame;
 
 fn array(items: Vec<OwnedFrame>) -> OwnedFrame {

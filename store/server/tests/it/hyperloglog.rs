@@ -2,9 +2,7 @@
 //! Redis's exact bytes (in and out), notifications, what the log records,
 //! and counts after a restart.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use redis_protocol::resp3::types::OwnedFrame;
 
 /// An empty sketch as Redis 7.0.15 stores it after `PFADD k`.

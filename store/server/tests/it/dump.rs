@@ -1,9 +1,7 @@
 //! DUMP and RESTORE against the real server: every type round-trips, with
 //! TTL, REPLACE and Redis's errors.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use redis_protocol::resp3::types::OwnedFrame;
 
 fn payload(c: &mut Client, key: &str) -> Vec<u8> {

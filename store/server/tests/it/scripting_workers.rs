@@ -5,7 +5,7 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::common::{bulk, simple, Client, TestServer};
 use cairn_native::{decode_frame, encode, Body, Decoded, Limits, OpRef, Outcome};
-use common::{bulk, simple, Client, TestServer};
 use redis_protocol::resp3::types::OwnedFrame;
 
 /// A script that runs until SCRIPT KILL (it writes nothing, so it can be killed).

@@ -1,11 +1,9 @@
 //! Integration tests of CLIENT PAUSE / UNPAUSE against the real server over
 //! RESP: what a pause holds, what it lets through, and when it ends.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use redis_protocol::resp3::types::OwnedFrame;
 
 fn send(c: &mut Client, words: &[&str]) {

@@ -3,11 +3,9 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-mod common;
-
+use crate::common::TestServer;
 use cairn_engine::durability::wal::BACKGROUND_SYNCER_NICE;
 use cairn_server::persistence::snapshot::SNAPSHOT_NICE;
-use common::TestServer;
 
 /// The nice values of this process's threads named `name`.
 fn nice_of_threads(name: &str) -> Vec<i32> {

@@ -1,9 +1,7 @@
 //! Sorted set commands against the real server over RESP: replies, errors
 //! and encodings as Redis 7.0.15 gives them.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use redis_protocol::resp3::types::OwnedFrame;
 
 fn arr(items: Vec<OwnedFrame>) -> OwnedFrame {

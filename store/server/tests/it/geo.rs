@@ -3,11 +3,9 @@
 //! keyspace events, blocked clients, WATCH, and a restart from the log. The
 //! expected values are Redis 7.0.15's.
 
-mod common;
-
 use std::io::{Read, Write};
 
-use common::*;
+use crate::common::*;
 use redis_protocol::resp3::types::OwnedFrame;
 
 fn arr(items: Vec<OwnedFrame>) -> OwnedFrame {

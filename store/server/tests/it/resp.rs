@@ -1,11 +1,9 @@
 //! Integration tests: the real server on an ephemeral loopback port, spoken
 //! to over real RESP.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use redis_protocol::resp3::types::OwnedFrame;
 
 #[test]

@@ -2,11 +2,9 @@
 //! real server (two workers, so blocked and pushing clients may live on
 //! different threads) over real RESP.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use redis_protocol::resp3::types::OwnedFrame;
 
 fn array(items: Vec<OwnedFrame>) -> OwnedFrame {

@@ -1,0 +1,35 @@
+//! The server's integration tests, in one test binary: each module starts
+//! servers in-process on ephemeral loopback ports (see [`common`]) and talks
+//! to them over the wire, as a client would.
+//!
+//! # Layout
+//!
+//! One module per command family or subsystem; `common` holds the test
+//! server, the RESP client and the reply constructors they share. They are
+//! one binary, not one per file, because each test binary links the whole
+//! server: one link instead of two dozen keeps the test command's build time
+//! in check.
+
+mod common;
+
+mod admin;
+mod background_priority;
+mod crash_sim;
+mod dashboards;
+mod dump;
+mod geo;
+mod hashes_sets;
+mod hyperloglog;
+mod lazyfree;
+mod lists;
+mod monitor;
+mod notifications;
+mod pause;
+mod pubsub;
+mod resp;
+mod scripting;
+mod scripting_workers;
+mod slowlog;
+mod sort;
+mod streams;
+mod zsets;
