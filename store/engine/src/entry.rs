@@ -1,5 +1,6 @@
 //! A stored value with its expiry, last access time and LFU counter.
 
+use crate::access::{lfu_log_incr, ACCESS, LFU_INIT_VAL};
 use crate::value::Value;
 
 /// No expiry.
@@ -15,13 +16,30 @@ pub struct Entry {
     pub access: u32,
     /// The LFU state as Redis lays it out: the minute of the last decrement
     /// ([`crate::clock::lfu_minutes`]) above an 8-bit counter (OBJECT FREQ).
-    /// Zero until RESTORE ... FREQ sets it.
+    /// Starts at [`LFU_INIT_VAL`] under an LFU policy, 0 otherwise; lookups
+    /// raise it under an LFU policy ([`Entry::touch`]).
     lfu: u32,
 }
 
 impl Entry {
     pub fn new(value: Value, now_ms: u64) -> Self {
-        Entry { value, expire_at_ms: NO_EXPIRY, access: crate::clock::access_clock(now_ms), lfu: 0 }
+        let mut entry = Entry { value, expire_at_ms: NO_EXPIRY, access: crate::clock::access_clock(now_ms), lfu: 0 };
+        if ACCESS.lfu() {
+            entry.set_lfu_counter(LFU_INIT_VAL, now_ms);
+        }
+        entry
+    }
+
+    /// Records an access (a lookup by a command): the access clock, and under
+    /// an LFU policy the decayed counter raised logarithmically (Redis's
+    /// `updateLFU`).
+    #[inline]
+    pub fn touch(&mut self, now_ms: u64) {
+        self.access = crate::clock::access_clock(now_ms);
+        if ACCESS.lfu() {
+            let counter = self.lfu_counter(now_ms, ACCESS.decay_minutes());
+            self.set_lfu_counter(lfu_log_incr(counter, ACCESS.log_factor()), now_ms);
+        }
     }
 
     /// Sets the LFU counter, stamped with the current minute (Redis's

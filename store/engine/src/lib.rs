@@ -16,6 +16,8 @@
 //! - [`events`]: keyspace events (notification classes, the enabled set,
 //!   the sink the server installs); tables raise `new` and `expired`.
 //! - [`entry`]: [`Entry`], a value with its absolute expiry and access clock.
+//! - [`access`]: what a lookup records for the eviction policies (the access
+//!   clock, and the logarithmic counter under an LFU policy).
 //! - [`key`]: [`Key`], a stored key (short keys inline in the table slot).
 //! - [`clock`]: wall-clock milliseconds and the coarse access clock.
 //! - [`number`]: strict integer and float parsing/formatting with Redis's rules.
@@ -25,6 +27,7 @@
 //! - [`durability`]: the write-ahead log with group commit, snapshots,
 //!   recovery, and the storage trait crash tests plug a simulated disk into.
 
+pub mod access;
 pub mod clock;
 pub mod durability;
 pub mod entry;

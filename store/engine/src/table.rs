@@ -1,10 +1,12 @@
 //! One database's keys inside one shard.
 
 use std::collections::BTreeSet;
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
-use hashbrown::hash_map::EntryRef;
-use hashbrown::HashMap;
+use foldhash::fast::RandomState;
+use hashbrown::hash_table::Entry as Slot;
+use hashbrown::HashTable;
 
 use crate::entry::{Entry, NO_EXPIRY};
 use crate::events::{self, KeyEvents};
@@ -13,9 +15,15 @@ use crate::Key;
 
 /// A hash table of keys plus an index of their expiry times, so active expiry
 /// finds due keys without scanning.
+///
+/// The keys live in a [`HashTable`] rather than a `HashMap` for one reason:
+/// its buckets can be read by index, so eviction samples keys from a random
+/// bucket onwards ([`Table::sample`]) as Redis's `dictGetSomeKeys` does,
+/// in time independent of the table's size.
 #[derive(Debug, Default, Clone)]
 pub struct Table {
-    map: HashMap<Key, Entry>,
+    map: HashTable<(Key, Entry)>,
+    hasher: RandomState,
     expires: BTreeSet<(u64, Key)>,
     /// The database this table belongs to (for keyspace events).
     db: usize,
@@ -60,29 +68,45 @@ impl Table {
     }
 
     /// Looks a key up for reading or in-place modification, deleting it first
-    /// if it has expired (lazy expiry). One hash lookup either way.
+    /// if it has expired (lazy expiry), and records the access
+    /// ([`Entry::touch`]) as Redis's `lookupKey` does. One hash lookup either way.
     pub fn get(&mut self, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
-        if self.expires.is_empty() {
-            return self.map.get_mut(key);
+        let entry = self.get_untouched(key, now_ms)?;
+        entry.touch(now_ms);
+        Some(entry)
+    }
+
+    /// [`Table::get`] without recording an access (Redis's `LOOKUP_NOTOUCH`:
+    /// TYPE, TTL, EXISTS, OBJECT and the like must not make a key look used).
+    pub fn get_untouched(&mut self, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
+        if self.map.is_empty() {
+            return None;
         }
-        match self.map.entry_ref(key) {
-            EntryRef::Occupied(slot) if slot.get().is_expired(now_ms) => {
+        let hash = self.hash(key);
+        if self.expires.is_empty() {
+            return self.map.find_mut(hash, |(k, _)| k.as_bytes() == key).map(|(_, e)| e);
+        }
+        match self.map.find_entry(hash, |(k, _)| k.as_bytes() == key) {
+            Ok(slot) if slot.get().1.is_expired(now_ms) => {
                 if self.events.as_ref().is_some_and(|ev| ev.expiry_paused(now_ms)) {
                     return None;
                 }
-                let (k, entry) = slot.remove_entry();
+                let ((k, entry), _) = slot.remove();
                 self.expires.remove(&(entry.expire_at_ms, k));
                 expired_in(&self.events, self.db, key);
                 None
             }
-            EntryRef::Occupied(slot) => Some(slot.into_mut()),
-            EntryRef::Vacant(_) => None,
+            Ok(slot) => Some(&mut slot.into_mut().1),
+            Err(_) => None,
         }
     }
 
     /// Looks a key up without modifying anything; expired keys are absent.
     pub fn peek(&self, key: &[u8], now_ms: u64) -> Option<&Entry> {
-        self.map.get(key).filter(|e| !e.is_expired(now_ms))
+        if self.map.is_empty() {
+            return None;
+        }
+        self.map.find(self.hash(key), |(k, _)| k.as_bytes() == key).map(|(_, e)| e).filter(|e| !e.is_expired(now_ms))
     }
 
     /// Stores `value` under `key` with expiry `expire_at_ms` (0: none),
@@ -90,9 +114,12 @@ impl Table {
     /// whether it replaced a live key; an expired one is deleted first, as a
     /// lookup would (its `expired` event, then `new`).
     pub fn insert(&mut self, key: &[u8], value: impl NewValue, expire_at_ms: u64, now_ms: u64) -> bool {
-        let replaced = match self.map.entry_ref(key) {
-            EntryRef::Occupied(mut slot) => {
-                let entry = slot.get_mut();
+        let hash = self.hash(key);
+        let hasher = &self.hasher;
+        let replaced = match self.map.entry(hash, |(k, _)| k.as_bytes() == key, |(k, _)| hasher.hash_one(k.as_bytes()))
+        {
+            Slot::Occupied(mut slot) => {
+                let entry = &mut slot.get_mut().1;
                 let live = !entry.is_expired(now_ms);
                 value.store_into(&mut entry.value);
                 entry.access = crate::clock::access_clock(now_ms);
@@ -106,10 +133,10 @@ impl Table {
                 expired_in(&self.events, self.db, key);
                 false
             }
-            EntryRef::Vacant(slot) => {
+            Slot::Vacant(slot) => {
                 let mut entry = Entry::new(value.into_value(), now_ms);
                 entry.expire_at_ms = expire_at_ms;
-                slot.insert(entry);
+                slot.insert((Key::from(key), entry));
                 reindex_expiry(&mut self.expires, key, NO_EXPIRY, expire_at_ms);
                 false
             }
@@ -139,7 +166,8 @@ impl Table {
 
     /// Removes a key, returning its entry (expired or not).
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
-        let (k, entry) = self.map.remove_entry(key)?;
+        let hash = self.hash(key);
+        let ((k, entry), _) = self.map.find_entry(hash, |(k, _)| k.as_bytes() == key).ok()?.remove();
         if entry.expire_at_ms != NO_EXPIRY {
             self.expires.remove(&(entry.expire_at_ms, k));
         }
@@ -161,12 +189,12 @@ impl Table {
     pub fn take(&mut self) -> Table {
         let map = std::mem::take(&mut self.map);
         let expires = std::mem::take(&mut self.expires);
-        Table { map, expires, db: self.db, events: None }
+        Table { map, hasher: self.hasher, expires, db: self.db, events: None }
     }
 
     /// Removes every key.
     pub fn clear(&mut self) {
-        self.map = HashMap::new();
+        self.map = HashTable::new();
         self.expires = BTreeSet::new();
     }
 
@@ -184,7 +212,10 @@ impl Table {
                 break;
             }
             if let Some((_, key)) = self.expires.pop_first() {
-                self.map.remove(&key);
+                let hash = self.hash(&key);
+                if let Ok(slot) = self.map.find_entry(hash, |(k, _)| *k == key) {
+                    slot.remove();
+                }
                 deleted(&key);
                 expired_in(&self.events, self.db, &key);
                 removed += 1;
@@ -195,12 +226,49 @@ impl Table {
 
     /// Iterates over live keys and entries.
     pub fn iter(&self, now_ms: u64) -> impl Iterator<Item = (&Key, &Entry)> {
-        self.map.iter().filter(move |(_, e)| !e.is_expired(now_ms))
+        self.map.iter().filter(move |(_, e)| !e.is_expired(now_ms)).map(|(k, e)| (k, e))
     }
 
     /// The `n`-th key in iteration order (for RANDOMKEY), live or not.
     pub fn nth_key(&self, n: usize) -> Option<&Key> {
-        self.map.keys().nth(n)
+        self.map.iter().nth(n).map(|(k, _)| k)
+    }
+
+    /// The key with the nearest expiry and that expiry (expired or not).
+    pub fn soonest_expiring(&self) -> Option<(u64, &Key)> {
+        self.expires.first().map(|(at, key)| (*at, key))
+    }
+
+    /// Number of buckets of the hash table (a power of two, or 0).
+    pub fn buckets(&self) -> usize {
+        self.map.num_buckets()
+    }
+
+    /// Visits up to `count` keys (expired ones included) in the buckets from
+    /// `start` onwards, wrapping around, looking at no more than `10 * count`
+    /// buckets: a sample whose cost does not grow with the table, as Redis's
+    /// `dictGetSomeKeys`. A random `start` makes it a random sample (keys in
+    /// long runs of full buckets are a little likelier, as in Redis).
+    pub fn sample(&self, start: usize, count: usize, mut visit: impl FnMut(&Key, &Entry)) {
+        let buckets = self.map.num_buckets();
+        if buckets == 0 || self.map.is_empty() {
+            return;
+        }
+        let mut found = 0;
+        for step in 0..buckets.min(count.saturating_mul(10)) {
+            if let Some((k, e)) = self.map.get_bucket(start.wrapping_add(step) & (buckets - 1)) {
+                visit(k, e);
+                found += 1;
+                if found == count {
+                    return;
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key)
     }
 }
 

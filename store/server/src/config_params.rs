@@ -244,8 +244,10 @@ pub struct RuntimeConfig {
     pub requirepass: RwLock<Option<String>>,
     /// `maxmemory` in bytes (0: no limit).
     pub maxmemory: AtomicU64,
-    /// `maxmemory-policy` as a [`crate::maxmemory::Eviction`] (0 none, 1 allkeys, 2 volatile).
-    eviction: std::sync::atomic::AtomicU8,
+    /// `maxmemory-policy` as a [`crate::maxmemory::policy::Policy`].
+    policy: std::sync::atomic::AtomicU8,
+    /// `maxmemory-samples`: keys sampled per eviction.
+    pub maxmemory_samples: AtomicUsize,
     /// `notify-keyspace-events`, shared with the keyspace's tables.
     pub key_events: Arc<KeyEvents>,
     /// `lazyfree-lazy-user-del`: DEL frees big values in the background, as UNLINK.
@@ -288,7 +290,8 @@ impl RuntimeConfig {
             lazy_user_del: AtomicBool::new(false),
             lazy_user_flush: AtomicBool::new(false),
             maxmemory: AtomicU64::new(0),
-            eviction: std::sync::atomic::AtomicU8::new(0),
+            policy: std::sync::atomic::AtomicU8::new(0),
+            maxmemory_samples: AtomicUsize::new(5),
         };
         for (name, value) in &values {
             rc.apply(name, value);
@@ -297,13 +300,9 @@ impl RuntimeConfig {
         rc
     }
 
-    /// The eviction policy's reach.
-    pub fn eviction(&self) -> crate::maxmemory::Eviction {
-        match self.eviction.load(Ordering::Relaxed) {
-            1 => crate::maxmemory::Eviction::AllKeys,
-            2 => crate::maxmemory::Eviction::Volatile,
-            _ => crate::maxmemory::Eviction::None,
-        }
+    /// The eviction policy (`maxmemory-policy`).
+    pub fn policy(&self) -> crate::maxmemory::policy::Policy {
+        crate::maxmemory::policy::Policy::from_u8(self.policy.load(Ordering::Relaxed))
     }
 
     pub fn get(&self, name: &str) -> Option<String> {
@@ -346,14 +345,15 @@ impl RuntimeConfig {
             "timeout" => self.timeout_secs.store(as_usize() as u64, Ordering::Relaxed),
             "busy-reply-threshold" => self.busy_reply_threshold_ms.store(as_usize() as u64, Ordering::Relaxed),
             "maxmemory-policy" => {
-                self.lfu_policy.store(value.contains("lfu"), Ordering::Relaxed);
-                let eviction = match crate::maxmemory::Eviction::from_policy(value) {
-                    crate::maxmemory::Eviction::None => 0,
-                    crate::maxmemory::Eviction::AllKeys => 1,
-                    crate::maxmemory::Eviction::Volatile => 2,
-                };
-                self.eviction.store(eviction, Ordering::Relaxed);
+                let policy = crate::maxmemory::policy::Policy::from_name(value);
+                self.lfu_policy.store(policy.is_lfu(), Ordering::Relaxed);
+                // Lookups maintain the LFU counter only under an LFU policy.
+                cairn_engine::access::ACCESS.set_lfu(policy.is_lfu());
+                self.policy.store(policy.as_u8(), Ordering::Relaxed);
             }
+            "maxmemory-samples" => self.maxmemory_samples.store(as_usize(), Ordering::Relaxed),
+            "lfu-log-factor" => cairn_engine::access::ACCESS.set_log_factor(as_usize() as u64),
+            "lfu-decay-time" => cairn_engine::access::ACCESS.set_decay_minutes(as_usize() as u64),
             "maxmemory" => self.maxmemory.store(as_usize() as u64, Ordering::Relaxed),
             "requirepass" => *self.requirepass.write() = Some(value.to_string()).filter(|v| !v.is_empty()),
             "notify-keyspace-events" => self.key_events.set_flags(events::parse_flags(value).unwrap_or(0)),

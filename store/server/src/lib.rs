@@ -23,7 +23,9 @@
 //!   [`notify`]: keyspace notifications published through it; [`monitor`]:
 //!   MONITOR's feed of every command run, delivered the same way; [`slowlog`]:
 //!   SLOWLOG's record of slow commands; [`redact`]: the credentials both hide.
-//! - [`maxmemory`]: `-OOM` for `denyoom` commands and eviction above `maxmemory`;
+//! - [`maxmemory`]: `-OOM` for `denyoom` commands and eviction above `maxmemory`
+//!   (sampled LRU/LFU/TTL/random, as Redis); [`used_memory`]: the counting
+//!   allocator behind INFO `used_memory` and the limit;
 //!   [`lazyfree`]: big values freed on a background thread (UNLINK, FLUSH ASYNC).
 //! - [`server`]: the state all workers share; [`stats`]: per-worker counters.
 //! - [`watch`]: WATCH bookkeeping (who watches which key); [`pause`]: CLIENT
@@ -70,6 +72,7 @@ pub mod server;
 pub mod shutdown;
 pub mod slowlog;
 pub mod stats;
+pub mod used_memory;
 pub mod watch;
 pub mod worker;
 pub mod worker_activity;

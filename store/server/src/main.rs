@@ -5,6 +5,11 @@ use anyhow::Context;
 use cairn_server::{Args, Config, Shutdown};
 use clap::Parser;
 
+/// The system allocator, counted, so INFO `used_memory` and `maxmemory` see
+/// the bytes the dataset holds (see `cairn_server::used_memory`).
+#[global_allocator]
+static ALLOCATOR: cairn_server::used_memory::CountingAllocator = cairn_server::used_memory::CountingAllocator;
+
 fn main() -> anyhow::Result<()> {
     if std::env::args().nth(1).as_deref() == Some("check") {
         return check(CheckArgs::parse_from(std::env::args().skip(1)));

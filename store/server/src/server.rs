@@ -45,6 +45,10 @@ pub struct Server {
     stats_baseline: Mutex<Totals>,
     /// Unix seconds of the last successful save (LASTSAVE).
     pub last_save_secs: std::sync::atomic::AtomicU64,
+    /// Keys evicted by the `maxmemory` policy (INFO `evicted_keys`).
+    pub evicted_keys: std::sync::atomic::AtomicU64,
+    /// The best eviction candidates seen so far, kept between evictions.
+    pub eviction_pool: parking_lot::Mutex<crate::maxmemory::pool::Pool>,
     ops_sampler: Mutex<OpsSampler>,
     /// Durability: the tier, the log, snapshots, recovery state.
     pub persistence: crate::persistence::Persistence,
@@ -104,6 +108,8 @@ impl Server {
             port,
             stats_baseline: Mutex::new(Totals::default()),
             last_save_secs: std::sync::atomic::AtomicU64::new(started_ms / 1000),
+            evicted_keys: std::sync::atomic::AtomicU64::new(0),
+            eviction_pool: parking_lot::Mutex::default(),
             ops_sampler: Mutex::new(OpsSampler { last_ms: started_ms, ..OpsSampler::default() }),
             persistence,
             health: crate::health::Health::new(),
@@ -123,6 +129,7 @@ impl Server {
     pub fn raw_totals(&self) -> Totals {
         let mut totals = Totals::collect(&self.workers, crate::commands::table::count());
         totals.expired_keys = self.keyspace.events().expired();
+        totals.evicted_keys = self.evicted_keys.load(std::sync::atomic::Ordering::Relaxed);
         totals.lazyfreed_objects = self.lazyfree.freed();
         totals
     }

@@ -123,6 +123,8 @@ pub struct Totals {
     pub connections_received: u64,
     pub rejected_connections: u64,
     pub expired_keys: u64,
+    /// Keys evicted by `maxmemory` (the server's, see `Server::raw_totals`).
+    pub evicted_keys: u64,
     /// Objects freed in the background (the server's, see `Server::raw_totals`).
     pub lazyfreed_objects: u64,
     pub keyspace_hits: u64,
@@ -170,6 +172,7 @@ impl Totals {
         sub(&mut self.connections_received, baseline.connections_received);
         sub(&mut self.rejected_connections, baseline.rejected_connections);
         sub(&mut self.expired_keys, baseline.expired_keys);
+        sub(&mut self.evicted_keys, baseline.evicted_keys);
         sub(&mut self.lazyfreed_objects, baseline.lazyfreed_objects);
         sub(&mut self.keyspace_hits, baseline.keyspace_hits);
         sub(&mut self.keyspace_misses, baseline.keyspace_misses);

@@ -167,6 +167,9 @@ struct Shared {
     /// The emptied buffer of the previous round, swapped in for the next one,
     /// so appenders never grow a fresh vector after each round (double buffering).
     spare_buffer: Mutex<Vec<u8>>,
+    /// Capacity of the buffer a round has taken and is writing (see
+    /// [`Wal::buffer_bytes`]).
+    in_flight: AtomicUsize,
     stats: WalStats,
     on_durable: DurableCallback,
     syncers: usize,
@@ -253,6 +256,7 @@ impl Wal {
             files: Mutex::new(files),
             carry: Mutex::new(Vec::new()),
             spare_buffer: Mutex::new(Vec::with_capacity(1 << 16)),
+            in_flight: AtomicUsize::new(0),
             stats: WalStats::default(),
             on_durable,
             syncers: options.syncers.max(1),
@@ -285,6 +289,18 @@ impl Wal {
 
     pub fn tier(&self) -> Tier {
         self.shared.tier
+    }
+
+    /// Bytes of memory the log's buffers hold (their capacity: the emptied
+    /// buffer is kept for the next round). `maxmemory` leaves them out, as
+    /// Redis leaves out its AOF buffer, so a burst of writes that grew them
+    /// does not evict keys.
+    pub fn buffer_bytes(&self) -> usize {
+        let s = &self.shared;
+        let buffer = s.buffer.lock().bytes.capacity();
+        let spare = s.spare_buffer.lock().capacity();
+        let carry = s.carry.try_lock().map_or(0, |c| c.capacity());
+        buffer + spare + carry + s.in_flight.load(Ordering::Relaxed)
     }
 
     /// Refuses writes while the log is unhealthy.
@@ -681,6 +697,8 @@ impl Shared {
         let (last, bytes) = {
             let mut buffer = self.buffer.lock();
             let last = buffer.next_lsn - 1;
+            // Counted before it leaves the buffer (a gauge may count it twice, never zero times).
+            self.in_flight.store(buffer.bytes.capacity(), Ordering::Relaxed);
             (last, std::mem::replace(&mut buffer.bytes, empty))
         };
         // Bytes left over by a failed round go first; usually there are none
@@ -710,10 +728,12 @@ impl Shared {
                     }
                     self.set_health(HEALTH_DISK_FULL, format!("no space left for a new WAL segment: {e}"));
                     self.spare_wanted.notify_one();
+                    self.in_flight.store(0, Ordering::Relaxed);
                     return None;
                 }
                 Err((_, WriteError::Failed(message))) => {
                     self.fail(message);
+                    self.in_flight.store(0, Ordering::Relaxed);
                     return None;
                 }
             }
@@ -778,6 +798,7 @@ impl Shared {
         if bytes.capacity() <= 16 << 20 {
             *self.spare_buffer.lock() = bytes;
         }
+        self.in_flight.store(0, Ordering::Relaxed);
     }
 
     fn fail(&self, message: String) {

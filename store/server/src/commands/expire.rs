@@ -97,10 +97,11 @@ pub fn pexpireat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 /// The key's expiry: `Err(-2)` missing, `Err(-1)` no expiry, `Ok(ms)` absolute.
+/// Reading it is not an access (Redis's `LOOKUP_NOTOUCH`).
 fn expiry_of(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<u64, i64> {
     let db = ctx.db();
     let mut shard = ctx.server.keyspace.lock_key(key);
-    let entry = shard.db(db).get(key, ctx.now_ms).ok_or(-2)?;
+    let entry = shard.db(db).get_untouched(key, ctx.now_ms).ok_or(-2)?;
     entry.expire_at().ok_or(-1)
 }
 

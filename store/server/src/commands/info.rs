@@ -132,10 +132,11 @@ fn clients_section(server: &Server, out: &mut String) -> &'static str {
 
 /// Resident set size in bytes, from /proc.
 pub fn rss_bytes() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
-    pages * 4096
+    crate::used_memory::rss_bytes()
 }
+
+/// The highest used memory INFO has seen (`used_memory_peak`).
+static PEAK: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// Bytes as Redis's `*_human` fields show them.
 pub fn human_bytes(n: u64) -> String {
@@ -153,17 +154,23 @@ pub fn human_bytes(n: u64) -> String {
 
 fn memory_section(server: &Server, t: &Totals, out: &mut String) -> &'static str {
     let rss = rss_bytes();
+    // Allocated bytes where the counting allocator is installed (the
+    // binary), else the resident set size (see `used_memory`).
+    let used = crate::used_memory::used_memory();
+    let peak = PEAK.fetch_max(used, std::sync::atomic::Ordering::Relaxed).max(used);
     let maxmemory: u64 = server.runtime.get("maxmemory").and_then(|v| v.parse().ok()).unwrap_or(0);
-    field!(out, "used_memory", rss);
-    field!(out, "used_memory_human", human_bytes(rss));
+    field!(out, "used_memory", used);
+    field!(out, "used_memory_human", human_bytes(used));
     field!(out, "used_memory_rss", rss);
     field!(out, "used_memory_rss_human", human_bytes(rss));
-    field!(out, "used_memory_peak", rss);
-    field!(out, "used_memory_peak_human", human_bytes(rss));
+    field!(out, "used_memory_peak", peak);
+    field!(out, "used_memory_peak_human", human_bytes(peak));
     field!(out, "maxmemory", maxmemory);
     field!(out, "maxmemory_human", human_bytes(maxmemory));
     field!(out, "maxmemory_policy", server.runtime.get("maxmemory-policy").unwrap_or_default());
-    field!(out, "mem_fragmentation_ratio", "1.00");
+    let not_counted = server.persistence.wal().map_or(0, |wal| wal.buffer_bytes());
+    field!(out, "mem_not_counted_for_evict", not_counted);
+    field!(out, "mem_fragmentation_ratio", format!("{:.2}", rss as f64 / used.max(1) as f64));
     field!(out, "mem_allocator", "libc");
     field!(out, "lazyfree_pending_objects", server.lazyfree.pending());
     field!(out, "lazyfreed_objects", t.lazyfreed_objects);
@@ -244,7 +251,7 @@ fn stats_section(server: &Server, t: &Totals, out: &mut String) -> &'static str 
     field!(out, "total_net_output_bytes", t.net_output_bytes);
     field!(out, "rejected_connections", t.rejected_connections);
     field!(out, "expired_keys", t.expired_keys);
-    field!(out, "evicted_keys", 0);
+    field!(out, "evicted_keys", t.evicted_keys);
     field!(out, "keyspace_hits", t.keyspace_hits);
     field!(out, "keyspace_misses", t.keyspace_misses);
     field!(out, "pubsub_channels", server.pubsub.channel_count());

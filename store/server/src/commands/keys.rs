@@ -1,7 +1,6 @@
 //! Generic key commands: DEL/UNLINK, EXISTS, TYPE, KEYS, SCAN, RANDOMKEY,
 //! RENAME/RENAMENX, COPY, MOVE, TOUCH.
 
-use cairn_engine::clock::access_clock;
 use cairn_engine::events as ev;
 use cairn_engine::glob;
 use rand::Rng;
@@ -45,7 +44,8 @@ pub fn exists(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let keys = &args[1..];
     let db = ctx.db();
     let mut guard = ctx.server.keyspace.lock_keys(keys.iter().copied());
-    let found = keys.iter().filter(|k| guard.table(db, k).get(k, ctx.now_ms).is_some()).count();
+    // Not an access (Redis's `LOOKUP_NOTOUCH`).
+    let found = keys.iter().filter(|k| guard.table(db, k).get_untouched(k, ctx.now_ms).is_some()).count();
     ctx.out.int(found as i64);
     Ok(())
 }
@@ -53,15 +53,9 @@ pub fn exists(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 pub fn touch(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let keys = &args[1..];
     let db = ctx.db();
-    let clock = access_clock(ctx.now_ms);
     let mut guard = ctx.server.keyspace.lock_keys(keys.iter().copied());
-    let mut found = 0;
-    for key in keys {
-        if let Some(entry) = guard.table(db, key).get(key, ctx.now_ms) {
-            entry.access = clock;
-            found += 1;
-        }
-    }
+    // The lookup records the access (`Table::get`).
+    let found = keys.iter().filter(|k| guard.table(db, k).get(k, ctx.now_ms).is_some()).count() as i64;
     ctx.out.int(found);
     Ok(())
 }
@@ -69,7 +63,7 @@ pub fn touch(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 pub fn type_(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let db = ctx.db();
     let mut shard = ctx.server.keyspace.lock_key(args[1]);
-    let name = shard.db(db).get(args[1], ctx.now_ms).map(|e| e.value.type_name()).unwrap_or("none");
+    let name = shard.db(db).get_untouched(args[1], ctx.now_ms).map(|e| e.value.type_name()).unwrap_or("none");
     ctx.out.simple(name);
     Ok(())
 }

@@ -53,7 +53,7 @@ fn keyspace_families(s: &Scrape, f: &mut Families<'_>) -> fmt::Result {
     f.gauges("cairn_db_keys_expiring", "Keys with a time to live, per database.", None, &expiring)?;
     let t = &s.totals;
     f.counter("cairn_expired_keys", "Keys deleted because their time to live passed.", None, t.expired_keys)?;
-    f.counter("cairn_evicted_keys", "Keys evicted by the maxmemory policy.", None, 0)?;
+    f.counter("cairn_evicted_keys", "Keys evicted by the maxmemory policy.", None, t.evicted_keys)?;
     f.counter("cairn_keyspace_hits", "Key lookups that found the key.", None, t.keyspace_hits)?;
     f.counter("cairn_keyspace_misses", "Key lookups that did not find the key.", None, t.keyspace_misses)
 }

@@ -69,7 +69,7 @@ impl Scrape {
             totals,
             commands,
             dbs,
-            memory_used_bytes: crate::commands::info::rss_bytes(),
+            memory_used_bytes: crate::used_memory::used_memory(),
             memory_max_bytes: server.runtime.get("maxmemory").and_then(|v| v.parse().ok()).unwrap_or(0),
             ready: crate::admin::readiness(server).is_ok(),
             recovering: server.health.is_recovering(),

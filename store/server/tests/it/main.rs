@@ -17,6 +17,7 @@ mod background_priority;
 mod crash_sim;
 mod dashboards;
 mod dump;
+mod eviction;
 mod geo;
 mod hashes_sets;
 mod hyperloglog;
