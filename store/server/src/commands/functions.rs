@@ -10,7 +10,7 @@
 use super::table::{c, CommandSpec, MOVABLE, NONE, R, RUNS_SCRIPT, SUBCOMMANDS};
 use super::{is, text, CmdError, CmdResult, Ctx};
 use crate::client::Origin;
-use crate::scripting::library::{Library, Registry, FLAG_NAMES, NO_WRITES};
+use crate::scripting::library::{Library, Registry, ALLOW_OOM, FLAG_NAMES, NO_WRITES};
 use crate::scripting::library_dump;
 use crate::scripting::library_load::{self, LOAD_TIMEOUT};
 use crate::scripting::run::{FunctionTarget, ScriptRequest};
@@ -50,6 +50,11 @@ fn fcall_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], read_only: bool) -> CmdResul
     let no_writes = flags & NO_WRITES != 0;
     if read_only && !no_writes {
         return Err(CmdError::Static("ERR Can not execute a script with write flag using *_ro command."));
+    }
+    if flags & (NO_WRITES | ALLOW_OOM) == 0 && out_of_memory(ctx) {
+        return Err(CmdError::Static(
+            "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'",
+        ));
     }
     let numkeys = numkeys as usize;
     let request = ScriptRequest {
@@ -134,6 +139,14 @@ fn log_change(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Result<(), String> {
     Ok(())
 }
 
+/// Memory is above `maxmemory` even after eviction (LOAD and RESTORE are
+/// Redis `denyoom` subcommands, which the dispatcher does not see).
+fn out_of_memory(ctx: &Ctx<'_>) -> bool {
+    ctx.client.origin != Origin::Internal
+        && ctx.server.runtime.maxmemory.load(std::sync::atomic::Ordering::Relaxed) != 0
+        && crate::maxmemory::make_room(ctx.server, ctx.now_ms)
+}
+
 /// How long a load may run: unlimited when replaying.
 fn load_timeout(ctx: &Ctx<'_>) -> Option<std::time::Duration> {
     (ctx.client.origin != Origin::Internal).then_some(LOAD_TIMEOUT)
@@ -150,6 +163,9 @@ fn load(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         pos += 1;
     }
     let code = args[pos];
+    if out_of_memory(ctx) {
+        return Err(CmdError::Static(crate::maxmemory::OOM));
+    }
     let scripting = &ctx.server.scripting;
     let meta = crate::scripting::library::metadata(code).map_err(CmdError::Message)?;
     if !replace && scripting.libraries.read().library(meta.name.as_bytes()).is_some() {
@@ -291,6 +307,9 @@ fn restore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             ))
         }
     };
+    if out_of_memory(ctx) {
+        return Err(CmdError::Static(crate::maxmemory::OOM));
+    }
     let codes = library_dump::decode(args[2]).map_err(CmdError::Static)?;
     let scripting = &ctx.server.scripting;
     let timeout = load_timeout(ctx);

@@ -16,6 +16,8 @@ use parking_lot::{RwLock, RwLockWriteGuard};
 
 /// `no-writes`: the function may not write (FCALL_RO may call it).
 pub const NO_WRITES: u8 = 1;
+/// `allow-oom`: FCALL runs it above `maxmemory`.
+pub const ALLOW_OOM: u8 = 2;
 /// The flags Redis 7.0 defines, in its order, with their bits.
 pub const FLAG_NAMES: &[(u8, &str)] =
     &[(1, "no-writes"), (2, "allow-oom"), (4, "allow-stale"), (8, "no-cluster"), (16, "allow-cross-slot-keys")];

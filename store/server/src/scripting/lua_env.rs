@@ -87,6 +87,7 @@ impl LuaEnv {
         for name in ["debug", "loadfile", "dofile", "print", "setfenv", "getfenv", "newproxy", "module", "require"] {
             globals.raw_set(name, mlua::Value::Nil)?;
         }
+        super::lua_bit::install(&lua, &globals)?;
         let imp = lua.create_table()?;
         imp.raw_set(
             "sha1hex",

@@ -13,7 +13,7 @@
 //! - [`offload`]: running a script (or a transaction or native frame that
 //!   calls one) on a blocking thread, the client moved there and back.
 //! - [`lua_env`]: the sandboxed Lua 5.1 interpreter of each thread, with the
-//!   `redis` library of `prelude.lua`.
+//!   `redis` library of `prelude.lua`; [`lua_bit`]: its `bit` library.
 //! - [`convert`]: reply ↔ Lua value conversions.
 //! - [`lua_memory`]: `used_memory_lua`, summed over the interpreters.
 //! - [`run`]: running one script atomically (every shard held), its
@@ -34,6 +34,7 @@ pub mod gate;
 pub mod library;
 pub mod library_dump;
 pub mod library_load;
+pub mod lua_bit;
 pub mod lua_env;
 pub mod lua_memory;
 pub mod offload;

@@ -254,6 +254,22 @@ end
 
 rawset(_G, 'redis', setmetatable({}, {__index = redis, __newindex = readonly, __metatable = false}))
 
+-- Lua 5.1's unpack computes its result count in a C int: a range near the
+-- int limits overflows it (and crashes). Redis patched that check; so does
+-- this wrapper, with Lua's own error text.
+local raw_unpack, floor = unpack, math.floor
+rawset(_G, 'unpack', function(t, i, e)
+  local first = i == nil and 1 or tonumber(i)
+  local last = e == nil and (type(t) == 'table' and #t or 0) or tonumber(e)
+  if first and last then
+    first, last = floor(first), floor(last)
+    if first <= last and (last - first >= 2147483647 or last - first + 1 > 8000) then
+      error('too many results to unpack', 2)
+    end
+  end
+  return raw_unpack(t, i, e)
+end)
+
 -- Globals: reading an unknown one or creating one is an error.
 setmetatable(_G, {
   __index = function(_, name)
