@@ -258,23 +258,51 @@ rawset(_G, 'redis', setmetatable({}, {__index = redis, __newindex = readonly, __
 -- int limits overflows it (and crashes). Redis patched that check; so does
 -- this wrapper, with Lua's own error text.
 local raw_unpack, floor = unpack, math.floor
-rawset(_G, 'unpack', function(t, i, e)
+rawset(_G, 'unpack', function(...)
+  local t, i, e = ...
   local first = i == nil and 1 or tonumber(i)
   local last = e == nil and (type(t) == 'table' and #t or 0) or tonumber(e)
   if first and last then
     first, last = floor(first), floor(last)
-    if first <= last and (last - first >= 2147483647 or last - first + 1 > 8000) then
+    if first <= last and last - first >= 2147483647 then
       error('too many results to unpack', 2)
     end
   end
-  return raw_unpack(t, i, e)
+  -- The same arguments: Lua counts them against the stack limit.
+  return raw_unpack(...)
 end)
 
--- Globals: reading an unknown one or creating one is an error.
-setmetatable(_G, {
+-- Tables scripts may not change (as Redis's readonly tables): library
+-- tables are read-only views, the globals' metatable and the basic types'
+-- metatables are seen through read-only views, and setmetatable refuses them.
+local protected = setmetatable({}, {__mode = 'k'})
+local function readonly_view(t)
+  local view = setmetatable({}, {__index = t, __newindex = readonly, __metatable = false})
+  protected[view] = true
+  return view
+end
+rawset(_G, 'bit', readonly_view(rawget(_G, 'bit')))
+protected[rawget(_G, 'redis')] = true
+protected[fenv] = true
+
+local globals_mt = {
   __index = function(_, name)
     error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
   end,
   __newindex = readonly,
   __metatable = false,
-})
+}
+local raw_getmetatable, raw_setmetatable = getmetatable, setmetatable
+rawset(_G, 'getmetatable', function(v)
+  if v == _G then return readonly_view(globals_mt) end
+  local mt = raw_getmetatable(v)
+  if type(v) ~= 'table' and type(mt) == 'table' then return readonly_view(mt) end
+  return mt
+end)
+rawset(_G, 'setmetatable', function(t, mt)
+  if t == _G or protected[t] then error('Attempt to modify a readonly table', 2) end
+  return raw_setmetatable(t, mt)
+end)
+
+-- Globals: reading an unknown one or creating one is an error.
+raw_setmetatable(_G, globals_mt)

@@ -190,8 +190,11 @@ fn call_script(
         }
     };
     let hook_busy = busy.clone();
-    lua.set_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY_INSTRUCTIONS), move |_, _| {
+    lua.set_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY_INSTRUCTIONS), move |lua, _| {
         if hook_busy.kill_requested() {
+            // From now on every line fails (as Redis's hook), so that a
+            // script's pcall cannot swallow the kill and carry on.
+            lua.set_hook(HookTriggers::new().every_line(), |_, _| Err(mlua::Error::runtime(KILLED)));
             return Err(mlua::Error::runtime(KILLED));
         }
         Ok(VmState::Continue)
@@ -364,6 +367,10 @@ fn error_table(lua: &Lua, message: &str) -> mlua::Result<Value> {
 /// `<err> script: <sha>, on @user_script:<line>.`
 fn write_error(value: &Value, out: &mut ReplyWriter<'_>, sha: &str, killed: bool) {
     let Value::Table(t) = value else {
+        if killed {
+            out.error(&format!("ERR {KILLED} script: {sha}"));
+            return;
+        }
         let text = match value {
             Value::String(s) => s.to_string_lossy(),
             _ => "execution failure".to_string(),
