@@ -54,7 +54,10 @@ fn load_and_call() {
     assert!(e.starts_with("ERR Error compiling function: user_function:2:"), "{e}");
     assert_eq!(error_text(&c.cmd(&["FCALL", "nosuch", "0"])), "ERR Function not found");
     assert_eq!(error_text(&c.cmd(&["FCALL", "setget", "x"])), "ERR Bad number of keys provided");
-    assert_eq!(error_text(&c.cmd(&["FCALL", "setget", "3", "a"])), "ERR Number of keys can't be greater than number of args");
+    assert_eq!(
+        error_text(&c.cmd(&["FCALL", "setget", "3", "a"])),
+        "ERR Number of keys can't be greater than number of args"
+    );
     // A runtime error names the function and the line.
     c.cmd(&["FUNCTION", "LOAD", &library("bad", "boom", "local a = nil return a.b")]);
     let e = error_text(&c.cmd(&["FCALL", "boom", "0"]));
@@ -183,10 +186,7 @@ fn flushall_keeps_functions_and_stats_count_them() {
         bulk("running_script"),
         OwnedFrame::Null,
         bulk("engines"),
-        array(vec![
-            bulk("LUA"),
-            array(vec![bulk("libraries_count"), int(1), bulk("functions_count"), int(2)]),
-        ]),
+        array(vec![bulk("LUA"), array(vec![bulk("libraries_count"), int(1), bulk("functions_count"), int(2)])]),
     ]);
     assert_eq!(c.cmd(&["FUNCTION", "STATS"]), stats);
     assert_eq!(error_text(&c.cmd(&["FUNCTION", "KILL"])), "NOTBUSY No scripts in execution right now.");
@@ -208,7 +208,10 @@ fn function_kill_stops_a_busy_function_and_script_kill_does_not() {
     let OwnedFrame::Array { data, .. } = c.cmd(&["FUNCTION", "STATS"]) else { panic!("stats") };
     assert_eq!(data[1].clone(), {
         let OwnedFrame::Array { data: running, .. } = &data[1] else { panic!("a running function: {data:?}") };
-        assert_eq!(running[..4], [bulk("name"), bulk("spin"), bulk("command"), array(vec![bulk("FCALL"), bulk("spin"), bulk("0")])]);
+        assert_eq!(
+            running[..4],
+            [bulk("name"), bulk("spin"), bulk("command"), array(vec![bulk("FCALL"), bulk("spin"), bulk("0")])]
+        );
         data[1].clone()
     });
     assert!(error_text(&c.cmd(&["SCRIPT", "KILL"])).starts_with("BUSY"));

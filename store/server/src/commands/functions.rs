@@ -174,9 +174,7 @@ fn load(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let library = library_load::load(scripting, code, load_timeout(ctx)).map_err(CmdError::Message)?;
     let name = library.name.clone();
     let libraries = scripting.libraries.clone();
-    libraries
-        .change(|registry| registry.add(library, replace), || log_change(ctx, args))
-        .map_err(CmdError::Message)?;
+    libraries.change(|registry| registry.add(library, replace), || log_change(ctx, args)).map_err(CmdError::Message)?;
     ctx.out.bulk(name.as_bytes());
     Ok(())
 }
@@ -319,9 +317,7 @@ fn restore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         loaded.add(library, false).map_err(CmdError::Message)?;
     }
     let libraries = scripting.libraries.clone();
-    libraries
-        .change(|registry| join(registry, loaded, policy), || log_change(ctx, args))
-        .map_err(CmdError::Message)?;
+    libraries.change(|registry| join(registry, loaded, policy), || log_change(ctx, args)).map_err(CmdError::Message)?;
     ctx.out.ok();
     Ok(())
 }

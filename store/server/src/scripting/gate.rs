@@ -5,7 +5,6 @@
 use crate::commands::{is, table, Ctx};
 use crate::server::Server;
 
-
 /// The dispatcher's decision for one command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Gate {

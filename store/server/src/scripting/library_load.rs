@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use mlua::{Table, Value};
 
-use super::library::{metadata, FunctionInfo, Library, Libraries};
+use super::library::{metadata, FunctionInfo, Libraries, Library};
 use super::lua_env::with_env;
 use super::Scripting;
 

@@ -10,8 +10,8 @@ use cairn_protocol::{ProtocolVersion, ReplyWriter};
 use mlua::{HookTriggers, Lua, MultiValue, Value, VmState};
 
 use super::busy::{Busy, Running, RunningFunction, KILLED};
-use super::library::Library;
 use super::convert::{lua_to_reply, reply_to_lua};
+use super::library::Library;
 use super::lua_env::{with_env, CallError, LuaEnv};
 use crate::blocking::BlockState;
 use crate::client::{Client, ClientHandle};
@@ -181,7 +181,8 @@ fn call_script(
         }
     };
     let lua = &env.lua;
-    let arguments = if request.function.is_some() { function_arguments(lua, request) } else { set_arrays(lua, request) };
+    let arguments =
+        if request.function.is_some() { function_arguments(lua, request) } else { set_arrays(lua, request) };
     let arguments = match arguments {
         Ok(arguments) => arguments,
         Err(e) => {

@@ -58,7 +58,9 @@ fn parse<'a>(args: &[&'a [u8]], xreadgroup: bool, from_script: bool) -> Result<R
             if from_script {
                 // As Redis: BLOCK has no sense within Lua (not just "never blocks").
                 let name = String::from_utf8_lossy(args[0]);
-                return Err(CmdError::Message(format!("ERR {name} command is not allowed with BLOCK option from scripts")));
+                return Err(CmdError::Message(format!(
+                    "ERR {name} command is not allowed with BLOCK option from scripts"
+                )));
             }
             i += 1;
             let timeout = int_or(args[i], "ERR timeout is not an integer or out of range")?;
