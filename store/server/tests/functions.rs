@@ -189,6 +189,9 @@ fn flushall_keeps_functions_and_stats_count_them() {
         array(vec![bulk("LUA"), array(vec![bulk("libraries_count"), int(1), bulk("functions_count"), int(2)])]),
     ]);
     assert_eq!(c.cmd(&["FUNCTION", "STATS"]), stats);
+    assert_eq!(c.info_number("memory", "number_of_functions"), 2);
+    assert_eq!(c.info_number("memory", "number_of_libraries"), 1);
+    assert_eq!(c.info_number("memory", "used_memory_functions"), (code.len() + "two".len()) as u64);
     assert_eq!(error_text(&c.cmd(&["FUNCTION", "KILL"])), "NOTBUSY No scripts in execution right now.");
 }
 
