@@ -33,8 +33,9 @@
 //! - [`shutdown`]: the signal that stops every worker.
 //! - [`persistence`]: durability tiers, logging every write, durable acks,
 //!   snapshots and recovery (over the engine's `durability` module).
-//! - [`scripting`]: Lua scripts (EVAL, SCRIPT): the interpreter, the script
-//!   cache, busy scripts and SCRIPT KILL.
+//! - [`scripting`]: Lua scripts (EVAL, SCRIPT) and Redis 7 functions
+//!   (FUNCTION, FCALL): the interpreter, the script cache, the function
+//!   libraries, busy scripts and SCRIPT/FUNCTION KILL.
 //! - [`admin`]: the HTTP admin server (axum, own thread); [`metrics`]: the
 //!   Prometheus metrics it serves; [`health`]: readiness; [`logging`]: the
 //!   tracing setup whose filter the admin API can change.

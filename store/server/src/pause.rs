@@ -135,8 +135,24 @@ pub fn gate(ctx: &crate::commands::Ctx<'_>, args: &[&[u8]]) -> Option<bool> {
     if !table::spec(index).arity_ok(args.len()) {
         return None;
     }
-    let by_write = held_by_write(ctx.client, index, args);
+    let by_write = held_by_write(ctx.client, index, args) && !resolves_to_no_writes(ctx.server, args);
     (mode == PauseMode::All || by_write).then_some(by_write)
+}
+
+/// EVALSHA of a cached script whose shebang declares `no-writes`, or FCALL
+/// of a `no-writes` function: what the command names, not its text, says
+/// it cannot write (so a write pause lets it run, as Redis).
+fn resolves_to_no_writes(server: &crate::server::Server, args: &[&[u8]]) -> bool {
+    let Some(target) = args.get(1) else { return false };
+    if is(args[0], "evalsha") {
+        let Some((_, body)) = server.scripting.cache.get(target) else { return false };
+        return matches!(crate::scripting::shebang::parse(&body), Ok(Some(s)) if s.no_writes);
+    }
+    if is(args[0], "fcall") {
+        let registry = server.scripting.libraries.read();
+        return registry.function(target).is_some_and(|(_, f)| f.flags & crate::scripting::library::NO_WRITES != 0);
+    }
+    false
 }
 
 /// Whether a write pause holds the command `args` (already looked up as

@@ -90,6 +90,7 @@ impl Server {
         let pubsub = Arc::new(crate::pubsub::PubSub::default());
         crate::notify::install(keyspace.events(), pubsub.clone());
         let pause = crate::pause::ClientPause::new(runtime.key_events.clone());
+        let libraries = persistence.libraries.clone();
         Server {
             runtime,
             keyspace,
@@ -114,7 +115,7 @@ impl Server {
             persistence,
             health: crate::health::Health::new(),
             hooks: crate::admin::hooks::Hooks::default(),
-            scripting: crate::scripting::Scripting::new(num_workers),
+            scripting: crate::scripting::Scripting::new(num_workers, libraries),
             config,
         }
     }

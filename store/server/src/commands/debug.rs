@@ -5,6 +5,13 @@ use std::time::Duration;
 
 use super::{is, text, CmdError, CmdResult, Ctx};
 
+/// DEBUG RELOAD NOFLUSH without MERGE keeps the function libraries, so the
+/// snapshot's libraries collide with them (Redis refuses the load).
+fn reload_would_collide(ctx: &Ctx<'_>, options: &[&[u8]]) -> bool {
+    let has = |name: &str| options.iter().any(|o| is(o, name));
+    has("noflush") && !has("merge") && !ctx.server.scripting.libraries.read().libraries.is_empty()
+}
+
 pub fn debug(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let sub = args[1];
     if is(sub, "sleep") && args.len() == 3 {
@@ -40,6 +47,9 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         tracing::warn!(target: "cairn::debug", "DEBUG LOG: {}", text(args[2]));
         ctx.out.ok();
     } else if is(sub, "reload") || is(sub, "loadaof") {
+        if is(sub, "reload") && reload_would_collide(ctx, &args[2..]) {
+            return Err(CmdError::Static("ERR Error trying to load the RDB dump, check server logs."));
+        }
         crate::persistence::snapshot::reload(ctx.server, is(sub, "loadaof")).map_err(CmdError::err)?;
         ctx.out.ok();
     } else if is(sub, "help") {

@@ -178,21 +178,28 @@ fn memory_section(server: &Server, t: &Totals, out: &mut String) -> &'static str
     "Memory"
 }
 
-/// Redis 7.0's scripting fields of the Memory section (no functions here).
+/// Redis 7.0's scripting fields of the Memory section. One interpreter per
+/// thread serves both EVAL and functions, so its memory counts as EVAL's
+/// (`used_memory_vm_functions` 0); `used_memory_functions` is the libraries' code.
 fn scripting_memory(server: &Server, out: &mut String) {
     let lua = server.scripting.lua_memory.bytes();
-    let scripts = server.scripting.cache.body_bytes();
+    let (functions, libraries, library_bytes) = {
+        let registry = server.scripting.libraries.read();
+        let bytes: usize = registry.libraries.values().map(|l| l.code.len() + l.name.len()).sum();
+        (registry.function_count(), registry.libraries.len(), bytes)
+    };
+    let scripts = server.scripting.cache.body_bytes() + library_bytes;
     field!(out, "used_memory_lua", lua);
     field!(out, "used_memory_vm_eval", lua);
     field!(out, "used_memory_lua_human", human_bytes(lua as u64));
-    field!(out, "used_memory_scripts_eval", scripts);
+    field!(out, "used_memory_scripts_eval", scripts - library_bytes);
     field!(out, "number_of_cached_scripts", server.scripting.cache.len());
-    field!(out, "number_of_functions", 0);
-    field!(out, "number_of_libraries", 0);
+    field!(out, "number_of_functions", functions);
+    field!(out, "number_of_libraries", libraries);
     field!(out, "used_memory_vm_functions", 0);
     field!(out, "used_memory_vm_total", lua);
     field!(out, "used_memory_vm_total_human", human_bytes(lua as u64));
-    field!(out, "used_memory_functions", 0);
+    field!(out, "used_memory_functions", library_bytes);
     field!(out, "used_memory_scripts", scripts);
     field!(out, "used_memory_scripts_human", human_bytes(scripts as u64));
 }

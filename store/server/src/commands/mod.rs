@@ -12,6 +12,7 @@ pub mod debug;
 pub mod dump;
 pub mod error;
 pub mod expire;
+pub mod functions;
 pub mod geo;
 pub mod hashes;
 pub mod hyperloglog;

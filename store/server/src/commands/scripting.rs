@@ -37,7 +37,7 @@ pub fn key_positions(args: &[&[u8]]) -> Result<Vec<usize>, CmdError> {
     Ok((3..3 + numkeys).collect())
 }
 
-fn numkeys(args: &[&[u8]]) -> Result<usize, CmdError> {
+pub(crate) fn numkeys(args: &[&[u8]]) -> Result<usize, CmdError> {
     let numkeys = int_arg(args[2])?;
     if numkeys > (args.len() - 3) as i64 {
         return Err(CmdError::Static("ERR Number of keys can't be greater than number of args"));
@@ -65,20 +65,26 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], by_sha: bool, read_only: bool
         keys: args[3..3 + numkeys].iter().map(|a| a.to_vec()).collect(),
         argv: args[3 + numkeys..].iter().map(|a| a.to_vec()).collect(),
         read_only,
+        function: None,
     };
+    start(ctx, request);
+    Ok(())
+}
+
+/// Runs the script here (off the worker already, or in process), or leaves
+/// it for the connection to run off its event loop (connection.rs).
+pub(crate) fn start(ctx: &mut Ctx<'_>, request: ScriptRequest) {
     if matches!(ctx.client.block, BlockState::Denied) || ctx.client.off_worker {
         run_inline(ctx, &request);
     } else {
-        // The connection runs it off its event loop (connection.rs).
         ctx.client.pending_script = Some(Box::new(request));
     }
-    Ok(())
 }
 
 /// Runs the script on this thread: the client is off its worker (see
 /// `scripting::offload`), or in process (the embedded database). Inside EXEC
 /// its writes join the transaction's record.
-fn run_inline(ctx: &mut Ctx<'_>, request: &ScriptRequest) {
+pub(crate) fn run_inline(ctx: &mut Ctx<'_>, request: &ScriptRequest) {
     let caller = run::Caller { handle: ctx.client.handle.clone(), db: ctx.client.db, protocol: ctx.client.protocol };
     let mut parent = ctx.client.txn_log.take();
     let within = if ctx.client.in_exec { run::Within::Exec(parent.as_mut()) } else { run::Within::Alone };
@@ -135,7 +141,7 @@ pub fn script(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         ctx.out.ok();
     } else if is(sub, "kill") {
         arity_ok(args.len() == 2)?;
-        scripting.busy.kill().map_err(|refused| CmdError::Static(refused.message()))?;
+        scripting.busy.kill(false).map_err(|refused| CmdError::Static(refused.message()))?;
         ctx.out.ok();
     } else if is(sub, "help") {
         arity_ok(args.len() == 2)?;

@@ -236,23 +236,6 @@ pub fn bgsave(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     Ok(())
 }
 
-/// FUNCTION: Cairn has no scripting engine; FLUSH and LIST answer as an
-/// empty library set does (test suites and tools call them on connect).
-pub fn function(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let sub = args[1];
-    if is(sub, "flush") {
-        flush_is_async(ctx, &args[2..])?;
-        ctx.out.ok();
-    } else if is(sub, "list") {
-        ctx.out.array(0);
-    } else if is(sub, "load") || is(sub, "delete") || is(sub, "fcall") || is(sub, "restore") || is(sub, "dump") {
-        return Err(CmdError::Static("ERR Cairn does not support functions (no scripting engine)"));
-    } else {
-        return Err(CmdError::unknown_subcommand("function", sub));
-    }
-    Ok(())
-}
-
 /// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]: stops the server (there is
 /// nothing to save until persistence lands, so SAVE and NOSAVE are alike).
 pub fn shutdown(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {

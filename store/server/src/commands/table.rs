@@ -4,8 +4,8 @@
 use std::sync::OnceLock;
 
 use super::{
-    bits, client, connection, debug, dump, expire, geo, hashes, hyperloglog, info, introspection, keys, lists, pubsub,
-    scripting, server_admin, sets, slowlog, sort, streams, strings, transactions, zsets, Handler,
+    bits, client, connection, debug, dump, expire, functions, geo, hashes, hyperloglog, info, introspection, keys,
+    lists, pubsub, scripting, server_admin, sets, slowlog, sort, streams, strings, transactions, zsets, Handler,
 };
 
 /// Modifies the keyspace: the write-ahead log records every command with this flag.
@@ -116,7 +116,6 @@ pub static CORE: &[CommandSpec] = &[
     c("object", -2, R | SUBCOMMANDS, (2, 2, 1), introspection::object),
     c("memory", -2, R | SUBCOMMANDS, NONE, introspection::memory),
     c("save", 1, ADMIN, NONE, server_admin::save),
-    c("function", -2, SUBCOMMANDS, NONE, server_admin::function),
     c("shutdown", -1, ADMIN | LOADING_OK, NONE, server_admin::shutdown),
     c("bgsave", -1, ADMIN, NONE, server_admin::bgsave),
     c("bgrewriteaof", 1, ADMIN, NONE, server_admin::bgsave),
@@ -178,7 +177,7 @@ pub static CORE: &[CommandSpec] = &[
 ];
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 12] {
+fn families() -> [&'static [CommandSpec]; 13] {
     [
         CORE,
         lists::COMMANDS,
@@ -191,6 +190,7 @@ fn families() -> [&'static [CommandSpec]; 12] {
         pubsub::COMMANDS,
         sort::COMMANDS,
         scripting::COMMANDS,
+        functions::COMMANDS,
         hyperloglog::COMMANDS,
     ]
 }

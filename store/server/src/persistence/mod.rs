@@ -90,6 +90,8 @@ pub struct Persistence {
     /// The workers mid-batch, which the log's syncer lets finish before a
     /// `sync`-tier round (`WalOptions::busy_appenders`).
     pub worker_activity: crate::worker_activity::WorkerActivity,
+    /// The function libraries, which snapshots carry (shared with scripting).
+    pub libraries: Arc<crate::scripting::library::Libraries>,
 }
 
 impl std::fmt::Debug for Persistence {
@@ -125,6 +127,7 @@ impl Persistence {
             background_sync: true,
             caller_rounds: false,
             worker_activity: crate::worker_activity::WorkerActivity::default(),
+            libraries: Arc::default(),
         }
     }
 

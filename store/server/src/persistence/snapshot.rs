@@ -3,7 +3,7 @@
 //!
 //! A snapshot freezes the keyspace at one log position (copy-on-write per
 //! shard: a writer waits for at most one shard copy), writes the commands
-//! that rebuild every live key, waits until the log is durable up to that
+//! that rebuild the function libraries (`FUNCTION LOAD REPLACE`) and every live key, waits until the log is durable up to that
 //! position, then renames the file into place; only then are older
 //! snapshots removed and the log segments it covers recycled.
 
@@ -62,12 +62,23 @@ fn write(p: &Persistence, keyspace: &Keyspace) -> Result<Taken, String> {
     if let Some(wal) = p.wal() {
         p.snapshot.wal_bytes_at_last.store(wal.stats().bytes_written.load(Ordering::Relaxed), Ordering::Relaxed);
     }
-    let lsn = keyspace.begin_freeze(|| p.current_lsn());
+    // The libraries as of the cut: their changes are logged under the
+    // registry's lock, so the LSN read under it matches them.
+    let (lsn, libraries) = keyspace.begin_freeze(|| {
+        let registry = p.libraries.read();
+        (p.current_lsn(), registry.libraries.values().cloned().collect::<Vec<_>>())
+    });
     if let Some(wal) = p.wal() {
         wal.request_sync(lsn);
     }
     let mut writer =
         snapshot::SnapshotWriter::create(p.storage.clone(), &p.dir, lsn, time_ms).map_err(|e| e.to_string())?;
+    for library in &libraries {
+        if let Err(e) = writer.add(0, &[b"FUNCTION", b"LOAD", b"REPLACE", &library.code]) {
+            writer.abandon();
+            return Err(e.to_string());
+        }
+    }
     for index in 0..keyspace.num_shards() {
         let shard = keyspace.take_frozen(index);
         for db in 0..keyspace.num_dbs() {
@@ -150,6 +161,15 @@ pub fn reload(server: &Server, from_log_only: bool) -> Result<(), String> {
             shard.db(db).clear();
         }
     }
+    // Functions are part of the dataset: what the snapshot (or the log)
+    // holds replaces them.
+    let _ = p.libraries.change(
+        |registry| {
+            *registry = crate::scripting::library::Registry::default();
+            Ok(())
+        },
+        || Ok(()),
+    );
     let mut replayer = Replayer::new(server);
     let read_only = RecoverOptions { read_only: true, repair: false };
     super::recover::load_from_disk(server, &mut replayer, read_only, None).map_err(|e| e.to_string())?;

@@ -17,6 +17,9 @@ const NOT_STARTED_RECHECK: Duration = Duration::from_millis(5);
 
 /// Redis 7.0's reply to commands sent while a script is past the threshold.
 pub const BUSY: &str = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+/// The same while a function (FCALL) runs.
+pub const BUSY_FUNCTION: &str =
+    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
 pub const NOTBUSY: &str = "NOTBUSY No scripts in execution right now.";
 pub const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. \
 You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
@@ -34,6 +37,17 @@ pub struct Busy {
     wrote: AtomicBool,
     /// Woken when a script starts or ends.
     changed: Notify,
+    /// The running function's name and command (FCALL), None for EVAL.
+    function: parking_lot::Mutex<Option<RunningFunction>>,
+    /// Whether the running script is a function (read without the mutex).
+    is_function: AtomicBool,
+}
+
+/// What FUNCTION STATS shows of a running function.
+#[derive(Debug, Clone)]
+pub struct RunningFunction {
+    pub name: String,
+    pub command: Vec<Vec<u8>>,
 }
 
 /// Why SCRIPT KILL failed.
@@ -41,6 +55,9 @@ pub struct Busy {
 pub enum KillRefused {
     NotBusy,
     Unkillable,
+    /// SCRIPT KILL while a function runs, or FUNCTION KILL while EVAL does:
+    /// the BUSY reply of what runs.
+    OtherKind(&'static str),
 }
 
 impl KillRefused {
@@ -48,6 +65,7 @@ impl KillRefused {
         match self {
             KillRefused::NotBusy => NOTBUSY,
             KillRefused::Unkillable => UNKILLABLE,
+            KillRefused::OtherKind(busy) => busy,
         }
     }
 }
@@ -75,6 +93,8 @@ impl Busy {
     /// unwinding the script): a client waiting with `busy-reply-threshold` 0
     /// would otherwise wait for a notification that never comes.
     pub fn end(&self) {
+        *self.function.lock() = None;
+        self.is_function.store(false, Ordering::SeqCst);
         self.started_ms.store(0, Ordering::SeqCst);
         self.kill.store(false, Ordering::SeqCst);
         self.changed.notify_waiters();
@@ -108,13 +128,36 @@ impl Busy {
         self.kill.load(Ordering::Relaxed)
     }
 
-    /// SCRIPT KILL.
-    pub fn kill(&self) -> Result<(), KillRefused> {
+    /// The BUSY reply while the running script runs (EVAL's or FCALL's).
+    pub fn busy_message(&self) -> &'static str {
+        if self.is_function.load(Ordering::SeqCst) {
+            BUSY_FUNCTION
+        } else {
+            BUSY
+        }
+    }
+
+    /// The running function, if a function (not EVAL) runs.
+    pub fn running_function(&self) -> Option<(RunningFunction, u64)> {
+        let function = self.function.lock().clone()?;
+        Some((function, self.running_for_ms()?))
+    }
+
+    /// Whether an EVAL-family script (not a function) is running.
+    pub fn eval_running(&self) -> bool {
+        self.is_running() && !self.is_function.load(Ordering::SeqCst)
+    }
+
+    /// SCRIPT KILL (`function` false) or FUNCTION KILL (true).
+    pub fn kill(&self, function: bool) -> Result<(), KillRefused> {
         if !self.is_running() {
             return Err(KillRefused::NotBusy);
         }
         if self.wrote.load(Ordering::SeqCst) {
             return Err(KillRefused::Unkillable);
+        }
+        if self.is_function.load(Ordering::SeqCst) != function {
+            return Err(KillRefused::OtherKind(self.busy_message()));
         }
         self.kill.store(true, Ordering::SeqCst);
         Ok(())
@@ -162,7 +205,10 @@ impl Busy {
 pub struct Running<'a>(pub &'a Busy);
 
 impl<'a> Running<'a> {
-    pub fn start(busy: &'a Busy) -> Self {
+    /// A script starts; `function`: the function FCALL runs (None: EVAL).
+    pub fn start(busy: &'a Busy, function: Option<RunningFunction>) -> Self {
+        busy.is_function.store(function.is_some(), Ordering::SeqCst);
+        *busy.function.lock() = function;
         busy.begin();
         Running(busy)
     }

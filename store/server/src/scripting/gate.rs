@@ -5,8 +5,6 @@
 use crate::commands::{is, table, Ctx};
 use crate::server::Server;
 
-use super::busy::BUSY;
-
 /// The dispatcher's decision for one command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Gate {
@@ -23,6 +21,7 @@ fn allowed_while_busy(args: &[&[u8]]) -> bool {
     let name = args[0];
     ["auth", "hello", "multi", "discard", "unwatch", "quit", "reset", "shutdown"].iter().any(|c| is(name, c))
         || (is(name, "script") && args.get(1).is_some_and(|sub| is(sub, "kill")))
+        || (is(name, "function") && args.get(1).is_some_and(|sub| is(sub, "kill") || is(sub, "stats")))
 }
 
 /// The decision for a command sent while a script is pending.
@@ -65,15 +64,16 @@ fn reject(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
     if let Some(index) = table::lookup(args[0]) {
         ctx.stats.per_command[index].rejected.add(1);
     }
+    let busy = ctx.server.scripting.busy.busy_message();
     if is(args[0], "exec") && ctx.client.multi.is_some() {
         ctx.client.multi = None;
         crate::commands::transactions::unwatch_all(ctx);
-        ctx.out.error(&format!("EXECABORT Transaction discarded because of: {BUSY}"));
+        ctx.out.error(&format!("EXECABORT Transaction discarded because of: {busy}"));
     } else {
         if let Some(multi) = ctx.client.multi.as_mut() {
             multi.aborted = true;
         }
-        ctx.out.error(BUSY);
+        ctx.out.error(busy);
     }
     if let Some(code) = ctx.out.take_error_code() {
         ctx.stats.record_error(code.as_str());

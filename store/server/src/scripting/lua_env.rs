@@ -5,7 +5,11 @@
 
 use std::cell::RefCell;
 
-use mlua::{Function, Lua, LuaOptions, StdLib, Table};
+use std::time::{Duration, Instant};
+
+use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value, VmState};
+
+use super::library::Library;
 
 /// Lua memory limit per interpreter: a script that allocates more fails
 /// with a Lua "not enough memory" error instead of taking the server down.
@@ -23,6 +27,10 @@ pub struct LuaEnv {
     pub imp: Table,
     /// Compiled scripts by SHA1.
     functions: Table,
+    /// Loaded function libraries by id: lowercase function name → callback.
+    libraries: Table,
+    /// The function registry generation `libraries` belongs to.
+    libraries_generation: u64,
     /// The script cache generation these functions belong to (SCRIPT FLUSH).
     generation: u64,
     /// What this interpreter added to a server's `used_memory_lua`.
@@ -79,15 +87,24 @@ impl LuaEnv {
         for name in ["debug", "loadfile", "dofile", "print", "setfenv", "getfenv", "newproxy", "module", "require"] {
             globals.raw_set(name, mlua::Value::Nil)?;
         }
+        super::lua_bit::install(&lua, &globals)?;
         let imp = lua.create_table()?;
         imp.raw_set(
             "sha1hex",
             lua.create_function(|lua, s: mlua::String| lua.create_string(super::cache::sha1hex(&s.as_bytes())))?,
         )?;
         imp.raw_set("error_message", lua.create_function(|_, e: mlua::Error| Ok(error_message(&e)))?)?;
+        imp.raw_set(
+            "load_log",
+            lua.create_function(|_, (level, message): (i64, mlua::String)| {
+                super::run::log(level, &message);
+                Ok(())
+            })?,
+        )?;
         lua.load(PRELUDE).set_name("@cairn_prelude").call::<()>((imp.clone(), getinfo))?;
         let functions = lua.create_table()?;
-        Ok(LuaEnv { lua, imp, functions, generation: 0, reported: None })
+        let libraries = lua.create_table()?;
+        Ok(LuaEnv { lua, imp, functions, libraries, libraries_generation: 0, generation: 0, reported: None })
     }
 
     /// The compiled script `sha`, compiling `body` if needed. Err: Redis's
@@ -104,6 +121,66 @@ impl LuaEnv {
             .map_err(|e| format!("ERR Error compiling script (new function): {}", syntax_message(&e)))?;
         self.functions.raw_set(sha, f.clone()).map_err(|e| format!("ERR {e}"))?;
         Ok(f)
+    }
+}
+
+impl LuaEnv {
+    /// Compiles a library's code and runs it in load mode (only
+    /// `redis.register_function` and `redis.log` reachable), stopping it with
+    /// `FUNCTION LOAD timeout` after `timeout` (None: no limit, replay).
+    /// Ok: the functions it registered (lowercase name → a table of `name`,
+    /// `description`, `callback`, `flags`); Err: Redis's error text.
+    pub fn load_library(&self, code: &[u8], timeout: Option<Duration>) -> Result<Table, String> {
+        let fenv: Table = self.imp.raw_get("fenv").map_err(|e| format!("ERR {e}"))?;
+        let chunk = self
+            .lua
+            .load(code)
+            .set_name("@user_function")
+            .set_environment(fenv)
+            .into_function()
+            .map_err(|e| format!("ERR Error compiling function: {}", syntax_message(&e)))?;
+        if let Some(timeout) = timeout {
+            let started = Instant::now();
+            self.lua.set_hook(HookTriggers::new().every_nth_instruction(100_000), move |_, _| {
+                if started.elapsed() > timeout {
+                    return Err(mlua::Error::runtime("FUNCTION LOAD timeout"));
+                }
+                Ok(VmState::Continue)
+            });
+        }
+        let load: Function = self.imp.raw_get("load_library").map_err(|e| format!("ERR {e}"))?;
+        let result = load.call::<(bool, Value, Value)>(chunk);
+        self.lua.remove_hook();
+        match result {
+            Ok((true, Value::Table(functions), Value::Integer(count))) if count > 0 => Ok(functions),
+            Ok((true, Value::Table(functions), Value::Number(count))) if count > 0.0 => Ok(functions),
+            Ok((true, _, _)) => Err("ERR No functions registered".into()),
+            Ok((false, Value::String(message), _)) => {
+                Err(format!("ERR Error registering functions: {}", message.to_string_lossy()))
+            }
+            Ok((false, _, _)) => Err("ERR Error registering functions".into()),
+            Err(e) => Err(format!("ERR Error registering functions: {}", error_message(&e))),
+        }
+    }
+
+    /// The callback of function `name` (lowercase) of `library`, loading the
+    /// library into this interpreter the first time (and again after the
+    /// registry changed: `generation`).
+    pub fn library_function(&mut self, generation: u64, library: &Library, name: &str) -> Result<Function, String> {
+        if self.libraries_generation != generation {
+            self.libraries = self.lua.create_table().map_err(|e| format!("ERR {e}"))?;
+            self.libraries_generation = generation;
+        }
+        let functions = match self.libraries.raw_get::<Option<Table>>(library.id) {
+            Ok(Some(functions)) => functions,
+            _ => {
+                let functions = self.load_library(library.body(), None)?;
+                self.libraries.raw_set(library.id, functions.clone()).map_err(|e| format!("ERR {e}"))?;
+                functions
+            }
+        };
+        let entry: Table = functions.raw_get(name).map_err(|_| "ERR Function not found".to_string())?;
+        entry.raw_get("callback").map_err(|_| "ERR Function not found".to_string())
     }
 }
 

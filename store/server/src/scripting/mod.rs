@@ -5,12 +5,15 @@
 //!
 //! - [`cache`]: SHA1 → script body (SCRIPT LOAD, EVAL); [`shebang`]: the
 //!   `#!lua flags=...` line a script may start with.
+//! - [`library`]: function libraries (FUNCTION LOAD, FCALL), shared by all
+//!   threads; [`library_load`]: running a library's code to register its
+//!   functions; [`library_dump`]: FUNCTION DUMP / RESTORE's payload.
 //! - [`busy`]: the running script's state: BUSY replies, SCRIPT KILL.
 //! - [`quiesce`]: keeping worker threads off the shard locks a script holds.
 //! - [`offload`]: running a script (or a transaction or native frame that
 //!   calls one) on a blocking thread, the client moved there and back.
 //! - [`lua_env`]: the sandboxed Lua 5.1 interpreter of each thread, with the
-//!   `redis` library of `prelude.lua`.
+//!   `redis` library of `prelude.lua`; [`lua_bit`]: its `bit` library.
 //! - [`convert`]: reply ↔ Lua value conversions.
 //! - [`lua_memory`]: `used_memory_lua`, summed over the interpreters.
 //! - [`run`]: running one script atomically (every shard held), its
@@ -28,6 +31,10 @@ pub mod busy;
 pub mod cache;
 pub mod convert;
 pub mod gate;
+pub mod library;
+pub mod library_dump;
+pub mod library_load;
+pub mod lua_bit;
 pub mod lua_env;
 pub mod lua_memory;
 pub mod offload;
@@ -44,6 +51,8 @@ use crate::commands::table;
 #[derive(Debug)]
 pub struct Scripting {
     pub cache: cache::ScriptCache,
+    /// Function libraries (shared with persistence, which snapshots them).
+    pub libraries: Arc<library::Libraries>,
     pub busy: Arc<busy::Busy>,
     /// Scripts pending, and which workers are inside a batch of commands.
     pub quiesce: quiesce::Quiesce,
@@ -52,9 +61,10 @@ pub struct Scripting {
 }
 
 impl Scripting {
-    pub fn new(workers: usize) -> Scripting {
+    pub fn new(workers: usize, libraries: Arc<library::Libraries>) -> Scripting {
         Scripting {
             cache: cache::ScriptCache::default(),
+            libraries,
             busy: Arc::default(),
             quiesce: quiesce::Quiesce::new(workers),
             lua_memory: lua_memory::LuaMemory::default(),

@@ -9,8 +9,9 @@ use std::sync::Arc;
 use cairn_protocol::{ProtocolVersion, ReplyWriter};
 use mlua::{HookTriggers, Lua, MultiValue, Value, VmState};
 
-use super::busy::{Busy, Running, KILLED};
+use super::busy::{Busy, Running, RunningFunction, KILLED};
 use super::convert::{lua_to_reply, reply_to_lua};
+use super::library::Library;
 use super::lua_env::{with_env, CallError, LuaEnv};
 use crate::blocking::BlockState;
 use crate::client::{Client, ClientHandle};
@@ -31,6 +32,20 @@ pub struct ScriptRequest {
     /// EVAL_RO / EVALSHA_RO, or a `no-writes` shebang: write and
     /// may-replicate (PUBLISH, ...) commands are refused.
     pub read_only: bool,
+    /// FCALL: the function to call (then `sha` is its name and `body` empty).
+    pub function: Option<FunctionTarget>,
+}
+
+/// The function an FCALL runs.
+#[derive(Debug, Clone)]
+pub struct FunctionTarget {
+    pub library: Arc<Library>,
+    /// The function's lowercase name (its key in the library).
+    pub key: String,
+    /// The registry generation when FCALL found it.
+    pub generation: u64,
+    /// The FCALL command (FUNCTION STATS shows it).
+    pub command: Vec<Vec<u8>>,
 }
 
 /// Who runs the script: the script client starts in its database.
@@ -87,7 +102,9 @@ pub fn execute(
         scripting.quiesce.wait_for_workers();
     }
     let held = keyspace.hold_shards(&all);
-    let running = Running::start(&scripting.busy);
+    let function =
+        request.function.as_ref().map(|f| RunningFunction { name: request.sha.clone(), command: f.command.clone() });
+    let running = Running::start(&scripting.busy, function);
     let mut client = Client::new(caller.handle.clone(), false);
     client.origin = crate::client::Origin::Script;
     client.db = caller.db;
@@ -152,7 +169,11 @@ fn call_script(
     out: &mut ReplyWriter<'_>,
     busy: Arc<Busy>,
 ) {
-    let function = match env.function(&request.sha, &request.body) {
+    let function = match &request.function {
+        None => env.function(&request.sha, &request.body),
+        Some(target) => env.library_function(target.generation, &target.library, &target.key),
+    };
+    let function = match function {
         Ok(f) => f,
         Err(message) => {
             out.error(&message);
@@ -160,13 +181,21 @@ fn call_script(
         }
     };
     let lua = &env.lua;
-    if let Err(e) = set_arrays(lua, request) {
-        out.error(&format!("ERR {e}"));
-        return;
-    }
+    let arguments =
+        if request.function.is_some() { function_arguments(lua, request) } else { set_arrays(lua, request) };
+    let arguments = match arguments {
+        Ok(arguments) => arguments,
+        Err(e) => {
+            out.error(&format!("ERR {e}"));
+            return;
+        }
+    };
     let hook_busy = busy.clone();
-    lua.set_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY_INSTRUCTIONS), move |_, _| {
+    lua.set_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY_INSTRUCTIONS), move |lua, _| {
         if hook_busy.kill_requested() {
+            // From now on every line fails (as Redis's hook), so that a
+            // script's pcall cannot swallow the kill and carry on.
+            lua.set_hook(HookTriggers::new().every_line(), |_, _| Err(mlua::Error::runtime(KILLED)));
             return Err(mlua::Error::runtime(KILLED));
         }
         Ok(VmState::Continue)
@@ -200,8 +229,10 @@ fn call_script(
                 Ok(())
             })?,
         )?;
-        let run: mlua::Function = imp.raw_get("run")?;
-        let (ok, value): (bool, Value) = run.call(function)?;
+        let (ok, value): (bool, Value) = match &arguments {
+            None => imp.raw_get::<mlua::Function>("run")?.call(function)?,
+            Some((keys, argv)) => imp.raw_get::<mlua::Function>("run_function")?.call((function, keys, argv))?,
+        };
         let resp3 = state.borrow().resp3;
         if ok {
             lua_to_reply(&value, out, resp3);
@@ -224,17 +255,29 @@ fn call_script(
     }
 }
 
+/// What a script is called with: nothing (EVAL: the KEYS and ARGV
+/// globals are set here), or the keys and arguments tables (FCALL).
+type Arguments = Option<(mlua::Table, mlua::Table)>;
+
 /// The KEYS and ARGV globals.
-fn set_arrays(lua: &Lua, request: &ScriptRequest) -> mlua::Result<()> {
+fn set_arrays(lua: &Lua, request: &ScriptRequest) -> mlua::Result<Arguments> {
     let globals = lua.globals();
-    for (name, items) in [("KEYS", &request.keys), ("ARGV", &request.argv)] {
-        let table = lua.create_table_with_capacity(items.len(), 0)?;
-        for (i, item) in items.iter().enumerate() {
-            table.raw_set(i + 1, lua.create_string(item)?)?;
-        }
-        globals.raw_set(name, table)?;
+    globals.raw_set("KEYS", array(lua, &request.keys)?)?;
+    globals.raw_set("ARGV", array(lua, &request.argv)?)?;
+    Ok(None)
+}
+
+/// A function's two parameters: its keys and its arguments.
+fn function_arguments(lua: &Lua, request: &ScriptRequest) -> mlua::Result<Arguments> {
+    Ok(Some((array(lua, &request.keys)?, array(lua, &request.argv)?)))
+}
+
+fn array(lua: &Lua, items: &[Vec<u8>]) -> mlua::Result<mlua::Table> {
+    let table = lua.create_table_with_capacity(items.len(), 0)?;
+    for (i, item) in items.iter().enumerate() {
+        table.raw_set(i + 1, lua.create_string(item)?)?;
     }
-    Ok(())
+    Ok(table)
 }
 
 fn set_resp(state: &RefCell<CallState<'_, '_>>, resp3: bool) {
@@ -245,7 +288,7 @@ fn set_resp(state: &RefCell<CallState<'_, '_>>, resp3: bool) {
     st.ctx.client.protocol = version;
 }
 
-fn log(level: i64, message: &mlua::String) {
+pub(crate) fn log(level: i64, message: &mlua::String) {
     let message = message.to_string_lossy();
     match level {
         0 | 1 => tracing::debug!(target: "cairn::script", "{message}"),
@@ -325,6 +368,10 @@ fn error_table(lua: &Lua, message: &str) -> mlua::Result<Value> {
 /// `<err> script: <sha>, on @user_script:<line>.`
 fn write_error(value: &Value, out: &mut ReplyWriter<'_>, sha: &str, killed: bool) {
     let Value::Table(t) = value else {
+        if killed {
+            out.error(&format!("ERR {KILLED} script: {sha}"));
+            return;
+        }
         let text = match value {
             Value::String(s) => s.to_string_lossy(),
             _ => "execution failure".to_string(),

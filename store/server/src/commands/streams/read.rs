@@ -48,13 +48,20 @@ struct ReadArgs<'a> {
     noack: bool,
 }
 
-fn parse<'a>(args: &[&'a [u8]], xreadgroup: bool) -> Result<ReadArgs<'a>, CmdError> {
+fn parse<'a>(args: &[&'a [u8]], xreadgroup: bool, from_script: bool) -> Result<ReadArgs<'a>, CmdError> {
     let mut parsed = ReadArgs { block: None, count: 0, keys_at: 0, streams: 0, group: None, noack: false };
     let mut i = 1;
     while i < args.len() {
         let more = args.len() - 1 - i;
         let opt = args[i];
         if is(opt, "block") && more > 0 {
+            if from_script {
+                // As Redis: BLOCK has no sense within Lua (not just "never blocks").
+                let name = String::from_utf8_lossy(args[0]);
+                return Err(CmdError::Message(format!(
+                    "ERR {name} command is not allowed with BLOCK option from scripts"
+                )));
+            }
             i += 1;
             let timeout = int_or(args[i], "ERR timeout is not an integer or out of range")?;
             if timeout < 0 {
@@ -118,7 +125,7 @@ const NEW_ENTRIES: StreamId = StreamId::MAX;
 const BLOCKED_DEFAULT_COUNT: usize = 1000;
 
 fn read(ctx: &mut Ctx<'_>, args: &[&[u8]], xreadgroup: bool) -> CmdResult {
-    let opts = parse(args, xreadgroup)?;
+    let opts = parse(args, xreadgroup, ctx.client.origin == crate::client::Origin::Script)?;
     if ctx.client.block.is_retrying() {
         return serve_blocked(ctx, args, &opts);
     }
