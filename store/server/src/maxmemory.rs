@@ -75,7 +75,10 @@ pub fn make_room(server: &Server, now_ms: u64) -> bool {
     }
     let eviction = server.runtime.eviction();
     if eviction != Eviction::None {
+        let started = quanta::Instant::now();
         evict(server, eviction, now_ms);
+        // The latency monitor's `eviction-cycle` event, as Redis's performEvictions.
+        server.runtime.latency.observe("eviction-cycle", started.elapsed().as_micros() as u64);
     }
     over_limit(server)
 }

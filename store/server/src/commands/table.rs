@@ -4,7 +4,8 @@
 use std::sync::OnceLock;
 
 use super::{
-    bits, client, connection, debug, dump, expire, geo, hashes, hyperloglog, info, introspection, keys, lists, pubsub,
+    bits, client, connection, debug, dump, expire, geo, hashes, hyperloglog, info, introspection, keys, latency, lists,
+    pubsub,
     scripting, server_admin, sets, slowlog, sort, streams, strings, transactions, zsets, Handler,
 };
 
@@ -113,6 +114,7 @@ pub static CORE: &[CommandSpec] = &[
     c("debug", -2, ADMIN | LOADING_OK, NONE, debug::debug),
     c("monitor", 1, ADMIN | LOADING_OK, NONE, client::monitor),
     c("slowlog", -2, ADMIN | LOADING_OK | SUBCOMMANDS, NONE, slowlog::slowlog),
+    c("latency", -2, ADMIN | LOADING_OK | SUBCOMMANDS, NONE, latency::latency),
     c("object", -2, R | SUBCOMMANDS, (2, 2, 1), introspection::object),
     c("memory", -2, R | SUBCOMMANDS, NONE, introspection::memory),
     c("save", 1, ADMIN, NONE, server_admin::save),
@@ -229,7 +231,7 @@ pub fn may_replicate(index: usize) -> bool {
 /// Builds the tables derived from Redis's command metadata (parsing it), so
 /// that the first CLIENT LIST or CONFIG GET does not pay for it.
 pub fn warm_up() {
-    let _ = subcommands();
+    let _ = stat_slots();
 }
 
 /// Where `arg` sits among command `index`'s subcommands, plus one (0: the
@@ -256,6 +258,74 @@ pub fn full_name(index: usize, slot: u8) -> &'static str {
         Some(full) => full,
         None => spec(index).name,
     }
+}
+
+/// Statistics slots: one per command (at the command's index), then one per
+/// subcommand of every container, so INFO commandstats and LATENCY HISTOGRAM
+/// report `client|list` rather than `client`, as Redis 7 does.
+struct StatSlots {
+    /// Per command index: where its subcommands' slots start (0: none).
+    first_sub: Vec<usize>,
+    /// Per slot: the full name and the command index it belongs to.
+    names: Vec<(&'static str, usize)>,
+}
+
+fn stat_slots() -> &'static StatSlots {
+    static SLOTS: OnceLock<StatSlots> = OnceLock::new();
+    SLOTS.get_or_init(|| {
+        let mut names: Vec<(&'static str, usize)> = all().iter().enumerate().map(|(i, c)| (c.name, i)).collect();
+        let mut first_sub = vec![0; all().len()];
+        for (index, subs) in subcommands().iter().enumerate() {
+            if !subs.is_empty() {
+                first_sub[index] = names.len();
+                names.extend(subs.iter().map(|full| (full.as_str(), index)));
+            }
+        }
+        StatSlots { first_sub, names }
+    })
+}
+
+/// Number of statistics slots (commands and subcommands).
+pub fn stat_count() -> usize {
+    stat_slots().names.len()
+}
+
+/// The statistics slot of command `index` run with subcommand `slot`
+/// ([`subcommand_slot`]; 0: the command itself).
+#[inline]
+pub fn stat_index(index: usize, slot: u8) -> usize {
+    match slot {
+        0 => index,
+        s => stat_slots().first_sub[index] + usize::from(s) - 1,
+    }
+}
+
+/// The full name (`set`, `client|list`) of a statistics slot.
+pub fn stat_name(stat: usize) -> &'static str {
+    stat_slots().names.get(stat).map_or("", |(name, _)| name)
+}
+
+/// The command index a statistics slot belongs to.
+pub fn stat_command(stat: usize) -> usize {
+    stat_slots().names.get(stat).map_or(0, |(_, index)| *index)
+}
+
+/// The statistics slot named `name` (`get`, `CLIENT|LIST`), if any.
+pub fn stat_by_name(name: &[u8]) -> Option<usize> {
+    match name.iter().position(|&b| b == b'|') {
+        None => lookup(name),
+        Some(bar) => {
+            let index = lookup(&name[..bar])?;
+            let slot = subcommand_slot(index, &name[bar + 1..]);
+            (slot != 0).then(|| stat_index(index, slot))
+        }
+    }
+}
+
+/// The statistics slots of command `index`'s subcommands.
+pub fn stat_subcommands(index: usize) -> std::ops::Range<usize> {
+    let first = stat_slots().first_sub[index];
+    first..first + subcommands()[index].len()
 }
 
 /// Name → index. foldhash rather than SipHash: the names are ours, not an
@@ -343,7 +413,7 @@ mod tests {
             }
             assert_eq!(
                 has("loading"),
-                spec.flags & LOADING_OK != 0 && !["client", "config", "slowlog"].contains(&spec.name),
+                spec.flags & LOADING_OK != 0 && !["client", "config", "slowlog", "latency"].contains(&spec.name),
                 "LOADING_OK flag of {}",
                 spec.name
             );
