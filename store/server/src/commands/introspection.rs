@@ -91,7 +91,9 @@ pub fn command(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     } else if is(sub, "docs") {
         docs(ctx, &args[2..]);
     } else if is(sub, "getkeys") && args.len() >= 3 {
-        getkeys(ctx, &args[2..])?;
+        getkeys(ctx, &args[2..], false)?;
+    } else if is(sub, "getkeysandflags") && args.len() >= 3 {
+        getkeys(ctx, &args[2..], true)?;
     } else if is(sub, "help") && args.len() == 2 {
         super::server_admin::write_help(
             ctx,
@@ -109,11 +111,13 @@ pub fn command(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
                 "    Return documentation details about multiple Redis commands.",
                 "GETKEYS <full-command>",
                 "    Return the keys from a full Redis command.",
+                "GETKEYSANDFLAGS <full-command>",
+                "    Return the keys and the access flags from a full Redis command.",
                 "HELP",
                 "    Print this help.",
             ],
         );
-    } else if is(sub, "count") || is(sub, "getkeys") || is(sub, "help") {
+    } else if is(sub, "count") || is(sub, "getkeys") || is(sub, "getkeysandflags") || is(sub, "help") {
         return Err(CmdError::subcommand_arity("command", sub));
     } else {
         return Err(CmdError::unknown_subcommand("command", sub));
@@ -180,33 +184,21 @@ fn docs(ctx: &mut Ctx<'_>, names: &[&[u8]]) {
     }
 }
 
-fn getkeys(ctx: &mut Ctx<'_>, full: &[&[u8]]) -> CmdResult {
-    let Some(index) = table::lookup(full[0]) else {
-        return Err(CmdError::Static("ERR Invalid command specified"));
-    };
-    let spec = table::spec(index);
-    if !spec.arity_ok(full.len()) {
-        return Err(CmdError::Static("ERR Invalid number of arguments specified for command"));
-    }
-    let positions = if spec.runs_script() {
-        // EVAL's keys follow its numkeys argument.
-        super::scripting::key_positions(full)
-            .map_err(|_| CmdError::Static("ERR Invalid arguments specified for command"))?
-    } else if spec.name == "sort" {
-        // SORT's STORE destination may be anywhere among its options.
-        super::sort::key_positions(full)
-    } else if let Some(positions) = super::geo::movable_key_positions(spec.name, full) {
-        // GEORADIUS's STORE key is wherever its option is.
-        positions
-    } else {
-        spec.key_positions(full.len())
-    };
-    if positions.is_empty() {
-        return Err(CmdError::Static("ERR The command has no key arguments"));
-    }
-    ctx.out.array(positions.len());
-    for p in positions {
-        ctx.out.bulk(full[p]);
+/// COMMAND GETKEYS (`with_flags`: GETKEYSANDFLAGS, each key with its flags).
+fn getkeys(ctx: &mut Ctx<'_>, full: &[&[u8]], with_flags: bool) -> CmdResult {
+    let keys = super::key_specs::keys_of(full).map_err(|e| CmdError::Static(e.message()))?;
+    ctx.out.array(keys.len());
+    for key in keys {
+        if with_flags {
+            ctx.out.array(2);
+            ctx.out.bulk(full[key.pos]);
+            ctx.out.set(key.flags.len());
+            for flag in key.flags {
+                ctx.out.simple(flag);
+            }
+        } else {
+            ctx.out.bulk(full[key.pos]);
+        }
     }
     Ok(())
 }

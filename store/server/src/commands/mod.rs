@@ -17,6 +17,7 @@ pub mod hashes;
 pub mod hyperloglog;
 pub mod info;
 pub mod introspection;
+pub mod key_specs;
 pub mod keys;
 pub mod latency;
 pub mod lcs;
