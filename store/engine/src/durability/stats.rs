@@ -101,3 +101,20 @@ impl WalStats {
         std::array::from_fn(|i| buckets[i].load(Ordering::Relaxed))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn the_sync_observer_hears_every_recorded_sync() {
+        let stats = WalStats::default();
+        let heard = Arc::new(AtomicU64::new(0));
+        let sink = heard.clone();
+        stats.observe_syncs(Box::new(move |micros| sink.store(micros, Ordering::Relaxed)));
+        stats.record_sync(Duration::from_micros(1234), 3);
+        assert_eq!(heard.load(Ordering::Relaxed), 1234);
+        assert_eq!(stats.fsyncs.load(Ordering::Relaxed), 1);
+    }
+}

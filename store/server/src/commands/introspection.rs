@@ -61,6 +61,17 @@ const IMPLEMENTED_SUBCOMMANDS: &[&str] = &[
     "xinfo|groups",
     "xinfo|consumers",
     "xinfo|help",
+    "script|load",
+    "script|exists",
+    "script|flush",
+    "script|kill",
+    "script|help",
+    "pubsub|channels",
+    "pubsub|numsub",
+    "pubsub|numpat",
+    "pubsub|shardchannels",
+    "pubsub|shardnumsub",
+    "pubsub|help",
 ];
 
 fn implemented_sub(name: &str) -> bool {
@@ -90,9 +101,9 @@ pub fn command(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         info(ctx, &args[2..]);
     } else if is(sub, "docs") {
         docs(ctx, &args[2..]);
-    } else if is(sub, "getkeys") && args.len() >= 3 {
+    } else if is(sub, "getkeys") && args.len() >= 4 {
         getkeys(ctx, &args[2..], false)?;
-    } else if is(sub, "getkeysandflags") && args.len() >= 3 {
+    } else if is(sub, "getkeysandflags") && args.len() >= 4 {
         getkeys(ctx, &args[2..], true)?;
     } else if is(sub, "help") && args.len() == 2 {
         super::server_admin::write_help(
@@ -125,21 +136,28 @@ pub fn command(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     Ok(())
 }
 
+/// COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN glob]:
+/// every command and implemented subcommand (`client|list`), as Redis 7.
 fn list(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let pattern: Option<&[u8]> = match args {
-        [] => None,
-        [filterby, kind, value] if is(filterby, "filterby") && is(kind, "pattern") => Some(value),
-        [filterby, kind, _] if is(filterby, "filterby") && (is(kind, "aclcat") || is(kind, "module")) => {
-            ctx.out.array(0);
-            return Ok(());
+    let keep: Box<dyn Fn(&str) -> bool> = match args {
+        [] => Box::new(|_| true),
+        [filterby, kind, value] if is(filterby, "filterby") && is(kind, "pattern") => {
+            let pattern = value.to_vec();
+            Box::new(move |name| cairn_engine::glob::matches(&pattern, name.as_bytes(), true))
         }
+        [filterby, kind, value] if is(filterby, "filterby") && is(kind, "aclcat") => {
+            let category = text(value);
+            Box::new(move |name| meta::in_acl_category(name, &category))
+        }
+        [filterby, kind, _] if is(filterby, "filterby") && is(kind, "module") => Box::new(|_| false),
         _ => return Err(CmdError::Syntax),
     };
-    let names: Vec<&str> = table::all()
-        .iter()
-        .map(|c| c.name)
-        .filter(|n| pattern.is_none_or(|p| cairn_engine::glob::matches(p, n.as_bytes(), true)))
-        .collect();
+    let mut names: Vec<String> = Vec::new();
+    for spec in table::all() {
+        names.push(spec.name.to_string());
+        names.extend(meta::subcommand_names(spec.name).into_iter().filter(|full| implemented_sub(full)));
+    }
+    names.retain(|name| keep(name));
     ctx.out.array(names.len());
     for name in names {
         ctx.out.bulk(name.as_bytes());

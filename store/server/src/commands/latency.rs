@@ -131,7 +131,7 @@ fn help(ctx: &mut Ctx<'_>) {
             "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
             "    If no commands are specified then all histograms are replied.",
             "HELP",
-            "    Print this help.",
+            "    Prints this help.",
         ],
     );
 }

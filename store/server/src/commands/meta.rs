@@ -310,6 +310,21 @@ pub fn subcommand_names(name: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Whether Redis puts `name` (`eval`, `script|kill`) in ACL category
+/// `category` (`scripting`, without the `@`; any case).
+pub fn in_acl_category(name: &str, category: &str) -> bool {
+    let Some(Node::Array(items)) = find(name).map(|e| e.info) else { return false };
+    match items.get(6) {
+        Some(Node::Array(cats) | Node::Set(cats)) => cats.iter().any(|c| match c {
+            Node::Simple(s) | Node::Bulk(s) => {
+                s.strip_prefix('@').is_some_and(|s| s.eq_ignore_ascii_case(category))
+            }
+            _ => false,
+        }),
+        _ => false,
+    }
+}
+
 /// Whether Redis's command table gives `name` (`config`, `client|list`) the
 /// flag `flag` (`admin`, `skip_monitor`, ...).
 pub fn has_flag(name: &str, flag: &str) -> bool {
