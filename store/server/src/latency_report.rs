@@ -136,10 +136,8 @@ pub fn doctor(events: &[(String, Series)], threshold_ms: u64, now_secs: u64) -> 
         };
         return format!("Cairn latency doctor\n\n{state}\n");
     }
-    let mut out = format!(
-        "Cairn latency doctor\n\n{} event(s) of at least {threshold_ms} ms were recorded:\n\n",
-        events.len()
-    );
+    let mut out =
+        format!("Cairn latency doctor\n\n{} event(s) of at least {threshold_ms} ms were recorded:\n\n", events.len());
     for (i, (name, series)) in events.iter().enumerate() {
         let a = analyze(series, now_secs);
         out.push_str(&format!(

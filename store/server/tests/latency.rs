@@ -183,12 +183,21 @@ fn getkeys_follows_key_specs_for_movable_keys() {
     assert_eq!(c.cmd(&["COMMAND", "GETKEYS", "LMPOP", "2", "a", "b", "LEFT"]), items_of(&["a", "b"]));
     assert_eq!(c.cmd(&["COMMAND", "GETKEYS", "BZMPOP", "0", "1", "z", "MIN"]), items_of(&["z"]));
     assert_eq!(c.cmd(&["COMMAND", "GETKEYS", "SINTERCARD", "2", "a", "b"]), items_of(&["a", "b"]));
-    assert_eq!(c.cmd(&["COMMAND", "GETKEYS", "XREAD", "COUNT", "2", "STREAMS", "s1", "s2", "0", "0"]), items_of(&["s1", "s2"]));
+    assert_eq!(
+        c.cmd(&["COMMAND", "GETKEYS", "XREAD", "COUNT", "2", "STREAMS", "s1", "s2", "0", "0"]),
+        items_of(&["s1", "s2"])
+    );
     assert_eq!(c.cmd(&["COMMAND", "GETKEYS", "MEMORY", "USAGE", "key"]), items_of(&["key"]));
     assert_eq!(c.cmd(&["COMMAND", "GETKEYS", "EVAL", "return 1", "0"]), items_of(&[]));
-    assert_eq!(c.cmd(&["COMMAND", "GETKEYS", "ZUNIONSTORE", "t", "3", "a"]), err("ERR Invalid arguments specified for command"));
+    assert_eq!(
+        c.cmd(&["COMMAND", "GETKEYS", "ZUNIONSTORE", "t", "3", "a"]),
+        err("ERR Invalid arguments specified for command")
+    );
     assert_eq!(c.cmd(&["COMMAND", "GETKEYS", "PING", "x"]), err("ERR The command has no key arguments"));
-    assert_eq!(c.cmd(&["COMMAND", "GETKEYS", "GET"]), err("ERR wrong number of arguments for 'command|getkeys' command"));
+    assert_eq!(
+        c.cmd(&["COMMAND", "GETKEYS", "GET"]),
+        err("ERR wrong number of arguments for 'command|getkeys' command")
+    );
 }
 
 #[test]

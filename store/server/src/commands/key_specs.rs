@@ -26,9 +26,17 @@ pub enum BeginSearch {
 pub enum FindKeys {
     /// Keys up to `lastkey` (relative; negative: from the end), every `keystep`;
     /// `limit` > 0 takes 1/limit of what remains (XREAD's keys, then IDs).
-    Range { lastkey: i64, keystep: i64, limit: i64 },
+    Range {
+        lastkey: i64,
+        keystep: i64,
+        limit: i64,
+    },
     /// The argument at `keynumidx` counts the keys, which start `firstkey` after it.
-    Keynum { keynumidx: i64, firstkey: i64, keystep: i64 },
+    Keynum {
+        keynumidx: i64,
+        firstkey: i64,
+        keystep: i64,
+    },
     Unknown,
 }
 
@@ -184,19 +192,8 @@ fn begin(spec: &KeySpec, argv: &[&[u8]]) -> Option<Option<i64>> {
 
 /// Redis's flag names as static strings, in the order given.
 fn static_flags(flags: &[String]) -> Vec<&'static str> {
-    const NAMES: &[&str] = &[
-        "RO",
-        "RW",
-        "OW",
-        "RM",
-        "access",
-        "update",
-        "insert",
-        "delete",
-        "not_key",
-        "incomplete",
-        "variable_flags",
-    ];
+    const NAMES: &[&str] =
+        &["RO", "RW", "OW", "RM", "access", "update", "insert", "delete", "not_key", "incomplete", "variable_flags"];
     flags.iter().filter_map(|f| NAMES.iter().find(|n| **n == f).copied()).collect()
 }
 
@@ -373,7 +370,10 @@ mod tests {
     fn flags_come_from_specs_or_the_command_s_rule() {
         assert_eq!(flags(&["set", "k", "v"]), vec![vec!["OW", "update"]]);
         assert_eq!(flags(&["set", "k", "v", "get"]), vec![vec!["RW", "access", "update"]]);
-        assert_eq!(flags(&["lmove", "a", "b", "left", "right"]), vec![vec!["RW", "access", "delete"], vec!["RW", "insert"]]);
+        assert_eq!(
+            flags(&["lmove", "a", "b", "left", "right"]),
+            vec![vec!["RW", "access", "delete"], vec!["RW", "insert"]]
+        );
         assert_eq!(flags(&["sort", "a", "store", "b"]), vec![vec!["RO", "access"], vec!["OW", "update"]]);
         assert_eq!(flags(&["bitfield", "k", "get", "u8", "0"]), vec![vec!["RO", "access"]]);
         assert_eq!(atoi(b"12abc"), 12);

@@ -14,7 +14,8 @@ pub fn latency(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let Some((name, arity)) = ARITIES.iter().find(|(name, _)| is(sub, name)) else {
         return Err(CmdError::unknown_subcommand("latency", sub));
     };
-    let arity_ok = if *arity >= 0 { args.len() == *arity as usize } else { args.len() >= arity.unsigned_abs() as usize };
+    let arity_ok =
+        if *arity >= 0 { args.len() == *arity as usize } else { args.len() >= arity.unsigned_abs() as usize };
     if !arity_ok {
         return Err(CmdError::subcommand_arity("latency", sub));
     }
@@ -61,7 +62,8 @@ fn history(ctx: &mut Ctx<'_>, event: &[u8]) {
 
 fn reset(ctx: &mut Ctx<'_>, events: &[&[u8]]) {
     let monitor = &ctx.server.runtime.latency;
-    let forgotten = if events.is_empty() { monitor.reset(None) } else { events.iter().map(|e| monitor.reset(Some(e))).sum() };
+    let forgotten =
+        if events.is_empty() { monitor.reset(None) } else { events.iter().map(|e| monitor.reset(Some(e))).sum() };
     ctx.out.int(forgotten as i64);
 }
 

@@ -316,9 +316,7 @@ pub fn in_acl_category(name: &str, category: &str) -> bool {
     let Some(Node::Array(items)) = find(name).map(|e| e.info) else { return false };
     match items.get(6) {
         Some(Node::Array(cats) | Node::Set(cats)) => cats.iter().any(|c| match c {
-            Node::Simple(s) | Node::Bulk(s) => {
-                s.strip_prefix('@').is_some_and(|s| s.eq_ignore_ascii_case(category))
-            }
+            Node::Simple(s) | Node::Bulk(s) => s.strip_prefix('@').is_some_and(|s| s.eq_ignore_ascii_case(category)),
             _ => false,
         }),
         _ => false,
