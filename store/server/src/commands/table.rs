@@ -299,6 +299,15 @@ pub fn stat_index(index: usize, slot: u8) -> usize {
     }
 }
 
+/// The statistics slot of a request for command `index` (its subcommand's
+/// slot when it is a container), off the dispatcher's path.
+pub fn stat_of_request(index: usize, args: &[&[u8]]) -> usize {
+    if spec(index).flags & SUBCOMMANDS == 0 {
+        return index;
+    }
+    stat_index(index, args.get(1).map_or(0, |sub| subcommand_slot(index, sub)))
+}
+
 /// The full name (`set`, `client|list`) of a statistics slot.
 pub fn stat_name(stat: usize) -> &'static str {
     stat_slots().names.get(stat).map_or("", |(name, _)| name)
@@ -425,6 +434,23 @@ mod tests {
             let has = !super::super::meta::subcommand_names(spec.name).is_empty();
             assert_eq!(spec.flags & SUBCOMMANDS != 0, has, "SUBCOMMANDS flag of {}", spec.name);
         }
+    }
+
+    #[test]
+    fn subcommands_have_statistics_slots_of_their_own() {
+        let client = lookup(b"client").expect("client");
+        let list = stat_by_name(b"CLIENT|list").expect("client|list");
+        assert!(list >= count());
+        assert_eq!(stat_name(list), "client|list");
+        assert_eq!(stat_command(list), client);
+        assert!(stat_subcommands(client).contains(&list));
+        assert_eq!(stat_of_request(client, &[b"client", b"LIST"]), list);
+        assert_eq!(stat_of_request(client, &[b"client", b"nosuch"]), client);
+        let get = lookup(b"get").expect("get");
+        assert_eq!(stat_by_name(b"get"), Some(get));
+        assert_eq!(stat_name(get), "get");
+        assert_eq!(stat_by_name(b"get|x"), None);
+        assert_eq!(stat_by_name(b"client|nosuch"), None);
     }
 
     #[test]
