@@ -34,6 +34,8 @@ pub enum Kind {
     /// Keyspace notification classes (`notify-keyspace-events`), normalized
     /// as Redis prints them.
     KeyspaceEvents,
+    /// `latency-tracking-info-percentiles`: numbers in 0..=100, space separated.
+    Percentiles,
 }
 
 /// One parameter.
@@ -93,6 +95,8 @@ pub const PARAMS: &[Param] = &[
     p("lfu-log-factor", Kind::Int { min: 0, max: INT_MAX }, "10", true),
     p("lfu-decay-time", Kind::Int { min: 0, max: INT_MAX }, "1", true),
     p("latency-tracking", Kind::Bool, "yes", true),
+    p("latency-tracking-info-percentiles", Kind::Percentiles, "50 99 99.9", true),
+    p("latency-monitor-threshold", Kind::Int { min: 0, max: i64::MAX }, "0", true),
     p("slowlog-log-slower-than", Kind::Int { min: -1, max: i64::MAX }, "10000", true),
     p("slowlog-max-len", Kind::Int { min: 0, max: i64::MAX }, "128", true),
     p("busy-reply-threshold", Kind::Int { min: 0, max: i64::MAX }, "5000", true),
@@ -169,6 +173,9 @@ pub fn check_value(param: &Param, value: &str, current: &str) -> Result<String, 
             Some(flags) => Ok(events::format_flags(flags)),
             None => Err("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".into()),
         },
+        Kind::Percentiles => crate::latency_stats::parse_percentiles(value)
+            .map(|p| crate::latency_stats::format_percentiles(&p))
+            .map_err(str::to_string),
         Kind::Fixed if value == current => Ok(value.to_string()),
         Kind::Fixed => Err(format!("Cairn does not support changing '{}' yet (it is '{current}')", param.name)),
     }
@@ -256,6 +263,8 @@ pub struct RuntimeConfig {
     pub lazy_user_flush: AtomicBool,
     /// The slow log, with its `slowlog-log-slower-than` and `slowlog-max-len`.
     pub slowlog: crate::slowlog::SlowLog,
+    /// The latency monitor, with its `latency-monitor-threshold`.
+    pub latency: Arc<crate::latency::LatencyMonitor>,
 }
 
 impl RuntimeConfig {
@@ -287,6 +296,7 @@ impl RuntimeConfig {
             requirepass: RwLock::new(None),
             key_events: Arc::default(),
             slowlog: crate::slowlog::SlowLog::default(),
+            latency: Arc::default(),
             lazy_user_del: AtomicBool::new(false),
             lazy_user_flush: AtomicBool::new(false),
             maxmemory: AtomicU64::new(0),
@@ -298,6 +308,12 @@ impl RuntimeConfig {
         }
         *rc.values.write() = values;
         rc
+    }
+
+    /// `latency-tracking-info-percentiles`, for INFO latencystats.
+    pub fn info_percentiles(&self) -> Vec<f64> {
+        let text = self.get("latency-tracking-info-percentiles").unwrap_or_default();
+        crate::latency_stats::parse_percentiles(&text).unwrap_or_default()
     }
 
     /// The eviction policy (`maxmemory-policy`).
@@ -359,6 +375,7 @@ impl RuntimeConfig {
             "notify-keyspace-events" => self.key_events.set_flags(events::parse_flags(value).unwrap_or(0)),
             "slowlog-log-slower-than" => self.slowlog.set_threshold_us(value.parse().unwrap_or(-1)),
             "slowlog-max-len" => self.slowlog.set_max_len(as_usize()),
+            "latency-monitor-threshold" => self.latency.set_threshold_ms(as_usize() as u64),
             "lazyfree-lazy-user-del" => self.lazy_user_del.store(value == "yes", Ordering::Relaxed),
             "lazyfree-lazy-user-flush" => self.lazy_user_flush.store(value == "yes", Ordering::Relaxed),
             _ => {

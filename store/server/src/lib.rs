@@ -23,6 +23,9 @@
 //!   [`notify`]: keyspace notifications published through it; [`monitor`]:
 //!   MONITOR's feed of every command run, delivered the same way; [`slowlog`]:
 //!   SLOWLOG's record of slow commands; [`redact`]: the credentials both hide.
+//! - [`latency`]: the latency monitor's events (LATENCY LATEST/HISTORY);
+//!   [`latency_report`]: its GRAPH and DOCTOR texts; [`latency_stats`]: the
+//!   per-command latency histograms (LATENCY HISTOGRAM, INFO latencystats).
 //! - [`maxmemory`]: `-OOM` for `denyoom` commands and eviction above `maxmemory`
 //!   (sampled LRU/LFU/TTL/random, as Redis); [`used_memory`]: the counting
 //!   allocator behind INFO `used_memory` and the limit;
@@ -56,6 +59,9 @@ pub mod cpu_quota;
 pub mod cpus;
 pub mod expiry;
 pub mod health;
+pub mod latency;
+pub mod latency_report;
+pub mod latency_stats;
 pub mod lazyfree;
 pub mod listener;
 pub mod logging;

@@ -43,6 +43,8 @@ pub struct Server {
     pub port: u16,
     /// Counters as they were at the last CONFIG RESETSTAT.
     stats_baseline: Mutex<Totals>,
+    /// The per-command latency histograms' baseline (LATENCY HISTOGRAM, INFO latencystats).
+    pub command_latency: crate::latency_stats::CommandLatency,
     /// Unix seconds of the last successful save (LASTSAVE).
     pub last_save_secs: std::sync::atomic::AtomicU64,
     /// Keys evicted by the `maxmemory` policy (INFO `evicted_keys`).
@@ -83,7 +85,7 @@ impl Server {
         shutdown: Shutdown,
         persistence: crate::persistence::Persistence,
     ) -> Server {
-        let num_commands = crate::commands::table::count();
+        let num_commands = crate::commands::table::stat_count();
         let started_ms = cairn_engine::clock::now_ms();
         let runtime = RuntimeConfig::new(&config);
         let keyspace = Keyspace::with_events(config.databases, config.shards, runtime.key_events.clone());
@@ -108,6 +110,7 @@ impl Server {
             run_id: new_run_id(),
             port,
             stats_baseline: Mutex::new(Totals::default()),
+            command_latency: crate::latency_stats::CommandLatency::default(),
             last_save_secs: std::sync::atomic::AtomicU64::new(started_ms / 1000),
             evicted_keys: std::sync::atomic::AtomicU64::new(0),
             eviction_pool: parking_lot::Mutex::default(),
@@ -128,7 +131,7 @@ impl Server {
     /// Statistics since start: the workers' counters and the keyspace's
     /// count of expired keys (lazy and active expiry alike, as Redis counts).
     pub fn raw_totals(&self) -> Totals {
-        let mut totals = Totals::collect(&self.workers, crate::commands::table::count());
+        let mut totals = Totals::collect(&self.workers, crate::commands::table::stat_count());
         totals.expired_keys = self.keyspace.events().expired();
         totals.evicted_keys = self.evicted_keys.load(std::sync::atomic::Ordering::Relaxed);
         totals.lazyfreed_objects = self.lazyfree.freed();
@@ -138,11 +141,24 @@ impl Server {
     /// CONFIG RESETSTAT.
     pub fn reset_stats(&self) {
         *self.stats_baseline.lock() = self.raw_totals();
+        self.command_latency.reset(&self.workers);
+    }
+
+    /// Applies validated CONFIG SET changes (see `config_params::validate_changes`),
+    /// and what some of them change beyond the value: `latency-tracking`
+    /// freezes or resumes the command latency histograms.
+    pub fn set_config(&self, updates: &[(&'static str, String)]) {
+        let tracking_was = self.runtime.get("latency-tracking");
+        self.runtime.set_all(updates);
+        let tracking_is = self.runtime.get("latency-tracking");
+        if tracking_is != tracking_was {
+            self.command_latency.set_tracking(&self.workers, tracking_is.as_deref() == Some("yes"));
+        }
     }
 
     /// Records one ops/s sample (called every 100 ms by worker 0).
     pub fn sample_ops(&self) {
-        let commands = Totals::collect(&self.workers, crate::commands::table::count()).commands;
+        let commands = Totals::collect(&self.workers, crate::commands::table::stat_count()).commands;
         let now = cairn_engine::clock::now_ms();
         let mut s = self.ops_sampler.lock();
         let elapsed = now.saturating_sub(s.last_ms).max(1);

@@ -3,13 +3,17 @@
 //! neighbouring rounds, never a torn value).
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::time::Duration;
+
+/// Told how long each successful sync took, in µs (the server's latency
+/// monitor); called on the syncer thread, so it must be quick.
+pub type SyncObserver = Box<dyn Fn(u64) + Send + Sync>;
 
 /// Log2 buckets: fsync latency in µs (bucket i holds values < 2^i µs) and
 /// group sizes in records (bucket i holds sizes < 2^i).
 pub const BUCKETS: usize = 28;
 
-#[derive(Debug)]
 pub struct WalStats {
     pub bytes_written: AtomicU64,
     pub records_written: AtomicU64,
@@ -21,6 +25,18 @@ pub struct WalStats {
     pub fsync_micros_buckets: [AtomicU64; BUCKETS],
     pub group_size_buckets: [AtomicU64; BUCKETS],
     pub group_records_total: AtomicU64,
+    sync_observer: OnceLock<SyncObserver>,
+}
+
+impl std::fmt::Debug for WalStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WalStats")
+            .field("bytes_written", &self.bytes_written)
+            .field("fsyncs", &self.fsyncs)
+            .field("fsync_failures", &self.fsync_failures)
+            .field("last_fsync_micros", &self.last_fsync_micros)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for WalStats {
@@ -36,6 +52,7 @@ impl Default for WalStats {
             fsync_micros_buckets: std::array::from_fn(|_| AtomicU64::new(0)),
             group_size_buckets: std::array::from_fn(|_| AtomicU64::new(0)),
             group_records_total: AtomicU64::new(0),
+            sync_observer: OnceLock::new(),
         }
     }
 }
@@ -65,6 +82,14 @@ impl WalStats {
         self.group_records_total.fetch_add(group, Ordering::Relaxed);
         self.fsync_micros_buckets[bucket(micros)].fetch_add(1, Ordering::Relaxed);
         self.group_size_buckets[bucket(group)].fetch_add(1, Ordering::Relaxed);
+        if let Some(observer) = self.sync_observer.get() {
+            observer(micros);
+        }
+    }
+
+    /// Installs the observer of sync durations (once; later calls are ignored).
+    pub fn observe_syncs(&self, observer: SyncObserver) {
+        let _ = self.sync_observer.set(observer);
     }
 
     pub fn record_failure(&self) {
@@ -74,5 +99,22 @@ impl WalStats {
     /// Copies of a bucket array.
     pub fn read(buckets: &[AtomicU64; BUCKETS]) -> [u64; BUCKETS] {
         std::array::from_fn(|i| buckets[i].load(Ordering::Relaxed))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn the_sync_observer_hears_every_recorded_sync() {
+        let stats = WalStats::default();
+        let heard = Arc::new(AtomicU64::new(0));
+        let sink = heard.clone();
+        stats.observe_syncs(Box::new(move |micros| sink.store(micros, Ordering::Relaxed)));
+        stats.record_sync(Duration::from_micros(1234), 3);
+        assert_eq!(heard.load(Ordering::Relaxed), 1234);
+        assert_eq!(stats.fsyncs.load(Ordering::Relaxed), 1);
     }
 }

@@ -75,7 +75,7 @@ pub fn render(server: &Server, sections: &[&str], now_ms: u64) -> String {
             }
             "keyspace" => keyspace_section(server, &mut body),
             "commandstats" => commandstats_section(&totals, &mut body),
-            _ => "Latencystats",
+            _ => latencystats_section(server, &mut body),
         };
         let _ = write!(out, "# {title}\r\n{body}");
     }
@@ -329,10 +329,25 @@ fn commandstats_section(t: &Totals, out: &mut String) -> &'static str {
         let _ = write!(
             out,
             "cmdstat_{}:calls={calls},usec={usec},usec_per_call={per_call:.2},rejected_calls={rejected},failed_calls={failed}\r\n",
-            super::table::spec(index).name
+            super::table::stat_name(index)
         );
     }
     "Commandstats"
+}
+
+/// Percentiles of each command's latency (empty while `latency-tracking` is `no`).
+fn latencystats_section(server: &Server, out: &mut String) -> &'static str {
+    if server.runtime.get("latency-tracking").as_deref() != Some("yes") {
+        return "Latencystats";
+    }
+    let percentiles = server.runtime.info_percentiles();
+    let counts = server.command_latency.read(&server.workers);
+    for (stat, buckets) in counts.iter().enumerate() {
+        if crate::latency_stats::calls(buckets) > 0 {
+            crate::latency_stats::info_line(out, super::table::stat_name(stat), buckets, &percentiles);
+        }
+    }
+    "Latencystats"
 }
 
 #[cfg(test)]

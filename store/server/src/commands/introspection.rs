@@ -28,6 +28,7 @@ const IMPLEMENTED_SUBCOMMANDS: &[&str] = &[
     "command|info",
     "command|list",
     "command|getkeys",
+    "command|getkeysandflags",
     "command|help",
     "object|encoding",
     "object|freq",
@@ -38,6 +39,13 @@ const IMPLEMENTED_SUBCOMMANDS: &[&str] = &[
     "slowlog|len",
     "slowlog|reset",
     "slowlog|help",
+    "latency|doctor",
+    "latency|graph",
+    "latency|help",
+    "latency|histogram",
+    "latency|history",
+    "latency|latest",
+    "latency|reset",
     "memory|usage",
     "memory|doctor",
     "memory|help",
@@ -53,6 +61,17 @@ const IMPLEMENTED_SUBCOMMANDS: &[&str] = &[
     "xinfo|groups",
     "xinfo|consumers",
     "xinfo|help",
+    "script|load",
+    "script|exists",
+    "script|flush",
+    "script|kill",
+    "script|help",
+    "pubsub|channels",
+    "pubsub|numsub",
+    "pubsub|numpat",
+    "pubsub|shardchannels",
+    "pubsub|shardnumsub",
+    "pubsub|help",
 ];
 
 fn implemented_sub(name: &str) -> bool {
@@ -82,8 +101,10 @@ pub fn command(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         info(ctx, &args[2..]);
     } else if is(sub, "docs") {
         docs(ctx, &args[2..]);
-    } else if is(sub, "getkeys") && args.len() >= 3 {
-        getkeys(ctx, &args[2..])?;
+    } else if is(sub, "getkeys") && args.len() >= 4 {
+        getkeys(ctx, &args[2..], false)?;
+    } else if is(sub, "getkeysandflags") && args.len() >= 4 {
+        getkeys(ctx, &args[2..], true)?;
     } else if is(sub, "help") && args.len() == 2 {
         super::server_admin::write_help(
             ctx,
@@ -101,11 +122,13 @@ pub fn command(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
                 "    Return documentation details about multiple Redis commands.",
                 "GETKEYS <full-command>",
                 "    Return the keys from a full Redis command.",
+                "GETKEYSANDFLAGS <full-command>",
+                "    Return the keys and the access flags from a full Redis command.",
                 "HELP",
                 "    Print this help.",
             ],
         );
-    } else if is(sub, "count") || is(sub, "getkeys") || is(sub, "help") {
+    } else if is(sub, "count") || is(sub, "getkeys") || is(sub, "getkeysandflags") || is(sub, "help") {
         return Err(CmdError::subcommand_arity("command", sub));
     } else {
         return Err(CmdError::unknown_subcommand("command", sub));
@@ -113,21 +136,28 @@ pub fn command(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     Ok(())
 }
 
+/// COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN glob]:
+/// every command and implemented subcommand (`client|list`), as Redis 7.
 fn list(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let pattern: Option<&[u8]> = match args {
-        [] => None,
-        [filterby, kind, value] if is(filterby, "filterby") && is(kind, "pattern") => Some(value),
-        [filterby, kind, _] if is(filterby, "filterby") && (is(kind, "aclcat") || is(kind, "module")) => {
-            ctx.out.array(0);
-            return Ok(());
+    let keep: Box<dyn Fn(&str) -> bool> = match args {
+        [] => Box::new(|_| true),
+        [filterby, kind, value] if is(filterby, "filterby") && is(kind, "pattern") => {
+            let pattern = value.to_vec();
+            Box::new(move |name| cairn_engine::glob::matches(&pattern, name.as_bytes(), true))
         }
+        [filterby, kind, value] if is(filterby, "filterby") && is(kind, "aclcat") => {
+            let category = text(value);
+            Box::new(move |name| meta::in_acl_category(name, &category))
+        }
+        [filterby, kind, _] if is(filterby, "filterby") && is(kind, "module") => Box::new(|_| false),
         _ => return Err(CmdError::Syntax),
     };
-    let names: Vec<&str> = table::all()
-        .iter()
-        .map(|c| c.name)
-        .filter(|n| pattern.is_none_or(|p| cairn_engine::glob::matches(p, n.as_bytes(), true)))
-        .collect();
+    let mut names: Vec<String> = Vec::new();
+    for spec in table::all() {
+        names.push(spec.name.to_string());
+        names.extend(meta::subcommand_names(spec.name).into_iter().filter(|full| implemented_sub(full)));
+    }
+    names.retain(|name| keep(name));
     ctx.out.array(names.len());
     for name in names {
         ctx.out.bulk(name.as_bytes());
@@ -172,33 +202,21 @@ fn docs(ctx: &mut Ctx<'_>, names: &[&[u8]]) {
     }
 }
 
-fn getkeys(ctx: &mut Ctx<'_>, full: &[&[u8]]) -> CmdResult {
-    let Some(index) = table::lookup(full[0]) else {
-        return Err(CmdError::Static("ERR Invalid command specified"));
-    };
-    let spec = table::spec(index);
-    if !spec.arity_ok(full.len()) {
-        return Err(CmdError::Static("ERR Invalid number of arguments specified for command"));
-    }
-    let positions = if spec.runs_script() {
-        // EVAL's keys follow its numkeys argument.
-        super::scripting::key_positions(full)
-            .map_err(|_| CmdError::Static("ERR Invalid arguments specified for command"))?
-    } else if spec.name == "sort" {
-        // SORT's STORE destination may be anywhere among its options.
-        super::sort::key_positions(full)
-    } else if let Some(positions) = super::geo::movable_key_positions(spec.name, full) {
-        // GEORADIUS's STORE key is wherever its option is.
-        positions
-    } else {
-        spec.key_positions(full.len())
-    };
-    if positions.is_empty() {
-        return Err(CmdError::Static("ERR The command has no key arguments"));
-    }
-    ctx.out.array(positions.len());
-    for p in positions {
-        ctx.out.bulk(full[p]);
+/// COMMAND GETKEYS (`with_flags`: GETKEYSANDFLAGS, each key with its flags).
+fn getkeys(ctx: &mut Ctx<'_>, full: &[&[u8]], with_flags: bool) -> CmdResult {
+    let keys = super::key_specs::keys_of(full).map_err(|e| CmdError::Static(e.message()))?;
+    ctx.out.array(keys.len());
+    for key in keys {
+        if with_flags {
+            ctx.out.array(2);
+            ctx.out.bulk(full[key.pos]);
+            ctx.out.set(key.flags.len());
+            for flag in key.flags {
+                ctx.out.simple(flag);
+            }
+        } else {
+            ctx.out.bulk(full[key.pos]);
+        }
     }
     Ok(())
 }

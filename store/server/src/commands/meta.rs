@@ -310,6 +310,19 @@ pub fn subcommand_names(name: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Whether Redis puts `name` (`eval`, `script|kill`) in ACL category
+/// `category` (`scripting`, without the `@`; any case).
+pub fn in_acl_category(name: &str, category: &str) -> bool {
+    let Some(Node::Array(items)) = find(name).map(|e| e.info) else { return false };
+    match items.get(6) {
+        Some(Node::Array(cats) | Node::Set(cats)) => cats.iter().any(|c| match c {
+            Node::Simple(s) | Node::Bulk(s) => s.strip_prefix('@').is_some_and(|s| s.eq_ignore_ascii_case(category)),
+            _ => false,
+        }),
+        _ => false,
+    }
+}
+
 /// Whether Redis's command table gives `name` (`config`, `client|list`) the
 /// flag `flag` (`admin`, `skip_monitor`, ...).
 pub fn has_flag(name: &str, flag: &str) -> bool {
@@ -343,6 +356,62 @@ fn info_item(name: &str, i: usize) -> Option<i64> {
         Node::Array(items) => items.get(i)?.as_int(),
         _ => None,
     }
+}
+
+/// The key specs Redis declares for `name` (`set`, `memory|usage`; any case),
+/// from the 9th element of its COMMAND INFO entry; empty for an unknown name.
+pub fn key_specs(name: &str) -> Vec<super::key_specs::KeySpec> {
+    let Some(Node::Array(items)) = find(name).map(|e| e.info) else { return Vec::new() };
+    match items.get(8) {
+        Some(Node::Array(specs) | Node::Set(specs)) => specs.iter().map(key_spec).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn key_spec(node: &Node) -> super::key_specs::KeySpec {
+    use super::key_specs::{BeginSearch, FindKeys, KeySpec};
+    let flags = match node.get("flags") {
+        Some(Node::Array(flags) | Node::Set(flags)) => flags
+            .iter()
+            .filter_map(|f| match f {
+                Node::Simple(s) | Node::Bulk(s) => Some(s.clone()),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let kind = |part: &str| node.get(part).and_then(|p| p.get("type")).and_then(Node::as_bulk).unwrap_or("");
+    let number = |part: &str, field: &str| {
+        node.get(part).and_then(|p| p.get("spec")).and_then(|s| s.get(field)).and_then(Node::as_int).unwrap_or(0)
+    };
+    let begin = match kind("begin_search") {
+        "index" => BeginSearch::Index(number("begin_search", "index")),
+        "keyword" => BeginSearch::Keyword {
+            keyword: node
+                .get("begin_search")
+                .and_then(|p| p.get("spec"))
+                .and_then(|s| s.get("keyword"))
+                .and_then(Node::as_bulk)
+                .unwrap_or("")
+                .to_string(),
+            startfrom: number("begin_search", "startfrom"),
+        },
+        _ => BeginSearch::Unknown,
+    };
+    let find = match kind("find_keys") {
+        "range" => FindKeys::Range {
+            lastkey: number("find_keys", "lastkey"),
+            keystep: number("find_keys", "keystep"),
+            limit: number("find_keys", "limit"),
+        },
+        "keynum" => FindKeys::Keynum {
+            keynumidx: number("find_keys", "keynumidx"),
+            firstkey: number("find_keys", "firstkey"),
+            keystep: number("find_keys", "keystep"),
+        },
+        _ => FindKeys::Unknown,
+    };
+    KeySpec { flags, begin, find }
 }
 
 /// Writes the COMMAND INFO entry of `name` (any case; `parent|sub` works too)

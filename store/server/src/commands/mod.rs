@@ -18,7 +18,9 @@ pub mod hashes;
 pub mod hyperloglog;
 pub mod info;
 pub mod introspection;
+pub mod key_specs;
 pub mod keys;
+pub mod latency;
 pub mod lcs;
 pub mod lists;
 pub mod meta;
@@ -105,11 +107,14 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
     };
     let spec = table::spec(index);
     ctx.client.handle.last_command.store(index as u16, std::sync::atomic::Ordering::Relaxed);
+    let mut stat = index;
     if spec.flags & table::SUBCOMMANDS != 0 {
         let slot = args.get(1).map_or(0, |sub| table::subcommand_slot(index, sub));
         ctx.client.handle.last_subcommand.store(slot, std::sync::atomic::Ordering::Relaxed);
+        // Statistics per subcommand (`client|list`), as Redis 7 keeps them.
+        stat = table::stat_index(index, slot);
     }
-    let counters = &ctx.stats.per_command[index];
+    let counters = &ctx.stats.per_command[stat];
     if let Err(e) = admit(ctx, spec, args) {
         ctx.out.error(&e.message(spec.name));
         record_error(ctx);
@@ -156,6 +161,9 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
     if ctx.server.runtime.slowlog.wants(index, duration_us) && ctx.client.origin != crate::client::Origin::Internal {
         log_slow(ctx, args, duration_us);
     }
+    if ctx.server.runtime.latency.wants(duration_us) {
+        record_latency_event(ctx, spec, duration_us);
+    }
     counters.calls.add(1);
     ctx.stats.commands.add(1);
     // A write that changed nothing (SETBIT of the same bit, GEORADIUS without
@@ -184,6 +192,14 @@ fn log_slow(ctx: &Ctx<'_>, args: &[&[u8]], duration_us: u64) {
     let client_name = handle.name.lock().clone().unwrap_or_default();
     let peer = handle.addr.to_string();
     ctx.server.runtime.slowlog.record(crate::slowlog::Logged { args, duration_us, peer, client_name });
+}
+
+/// Adds a latency monitor sample for a command that took at least the
+/// threshold (`fast-command` for a FAST one, as Redis).
+#[cold]
+fn record_latency_event(ctx: &Ctx<'_>, spec: &table::CommandSpec, duration_us: u64) {
+    let event = if spec.flags & table::FAST != 0 { "fast-command" } else { "command" };
+    ctx.server.runtime.latency.record(event, duration_us / 1000);
 }
 
 /// A `denyoom` command while memory is above `maxmemory` (after eviction);

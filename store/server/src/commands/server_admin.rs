@@ -84,7 +84,7 @@ fn config_set(ctx: &mut Ctx<'_>, pairs: &[&[u8]]) -> CmdResult {
     let texts: Vec<(String, String)> = pairs.chunks_exact(2).map(|pair| (text(pair[0]), text(pair[1]))).collect();
     let changes = texts.iter().map(|(name, value)| (name.as_str(), value.as_str()));
     let updates = config_params::validate_changes(&ctx.server.runtime, changes).map_err(CmdError::err)?;
-    ctx.server.runtime.set_all(&updates);
+    ctx.server.set_config(&updates);
     if updates.iter().any(|(name, _)| *name == "maxmemory") {
         // As Redis, a lower limit evicts at once (under an evicting policy).
         crate::maxmemory::make_room(ctx.server, ctx.now_ms);

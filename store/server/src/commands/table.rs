@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use super::{
     bits, client, connection, debug, dump, expire, functions, geo, hashes, hyperloglog, info, introspection, keys,
-    lists, pubsub, scripting, server_admin, sets, slowlog, sort, streams, strings, transactions, zsets, Handler,
+    latency, lists, pubsub, scripting, server_admin, sets, slowlog, sort, streams, strings, transactions, zsets, Handler,
 };
 
 /// Modifies the keyspace: the write-ahead log records every command with this flag.
@@ -113,6 +113,7 @@ pub static CORE: &[CommandSpec] = &[
     c("debug", -2, ADMIN | LOADING_OK, NONE, debug::debug),
     c("monitor", 1, ADMIN | LOADING_OK, NONE, client::monitor),
     c("slowlog", -2, ADMIN | LOADING_OK | SUBCOMMANDS, NONE, slowlog::slowlog),
+    c("latency", -2, ADMIN | LOADING_OK | SUBCOMMANDS, NONE, latency::latency),
     c("object", -2, R | SUBCOMMANDS, (2, 2, 1), introspection::object),
     c("memory", -2, R | SUBCOMMANDS, NONE, introspection::memory),
     c("save", 1, ADMIN, NONE, server_admin::save),
@@ -229,7 +230,7 @@ pub fn may_replicate(index: usize) -> bool {
 /// Builds the tables derived from Redis's command metadata (parsing it), so
 /// that the first CLIENT LIST or CONFIG GET does not pay for it.
 pub fn warm_up() {
-    let _ = subcommands();
+    let _ = stat_slots();
 }
 
 /// Where `arg` sits among command `index`'s subcommands, plus one (0: the
@@ -256,6 +257,83 @@ pub fn full_name(index: usize, slot: u8) -> &'static str {
         Some(full) => full,
         None => spec(index).name,
     }
+}
+
+/// Statistics slots: one per command (at the command's index), then one per
+/// subcommand of every container, so INFO commandstats and LATENCY HISTOGRAM
+/// report `client|list` rather than `client`, as Redis 7 does.
+struct StatSlots {
+    /// Per command index: where its subcommands' slots start (0: none).
+    first_sub: Vec<usize>,
+    /// Per slot: the full name and the command index it belongs to.
+    names: Vec<(&'static str, usize)>,
+}
+
+fn stat_slots() -> &'static StatSlots {
+    static SLOTS: OnceLock<StatSlots> = OnceLock::new();
+    SLOTS.get_or_init(|| {
+        let mut names: Vec<(&'static str, usize)> = all().iter().enumerate().map(|(i, c)| (c.name, i)).collect();
+        let mut first_sub = vec![0; all().len()];
+        for (index, subs) in subcommands().iter().enumerate() {
+            if !subs.is_empty() {
+                first_sub[index] = names.len();
+                names.extend(subs.iter().map(|full| (full.as_str(), index)));
+            }
+        }
+        StatSlots { first_sub, names }
+    })
+}
+
+/// Number of statistics slots (commands and subcommands).
+pub fn stat_count() -> usize {
+    stat_slots().names.len()
+}
+
+/// The statistics slot of command `index` run with subcommand `slot`
+/// ([`subcommand_slot`]; 0: the command itself).
+#[inline]
+pub fn stat_index(index: usize, slot: u8) -> usize {
+    match slot {
+        0 => index,
+        s => stat_slots().first_sub[index] + usize::from(s) - 1,
+    }
+}
+
+/// The statistics slot of a request for command `index` (its subcommand's
+/// slot when it is a container), off the dispatcher's path.
+pub fn stat_of_request(index: usize, args: &[&[u8]]) -> usize {
+    if spec(index).flags & SUBCOMMANDS == 0 {
+        return index;
+    }
+    stat_index(index, args.get(1).map_or(0, |sub| subcommand_slot(index, sub)))
+}
+
+/// The full name (`set`, `client|list`) of a statistics slot.
+pub fn stat_name(stat: usize) -> &'static str {
+    stat_slots().names.get(stat).map_or("", |(name, _)| name)
+}
+
+/// The command index a statistics slot belongs to.
+pub fn stat_command(stat: usize) -> usize {
+    stat_slots().names.get(stat).map_or(0, |(_, index)| *index)
+}
+
+/// The statistics slot named `name` (`get`, `CLIENT|LIST`), if any.
+pub fn stat_by_name(name: &[u8]) -> Option<usize> {
+    match name.iter().position(|&b| b == b'|') {
+        None => lookup(name),
+        Some(bar) => {
+            let index = lookup(&name[..bar])?;
+            let slot = subcommand_slot(index, &name[bar + 1..]);
+            (slot != 0).then(|| stat_index(index, slot))
+        }
+    }
+}
+
+/// The statistics slots of command `index`'s subcommands.
+pub fn stat_subcommands(index: usize) -> std::ops::Range<usize> {
+    let first = stat_slots().first_sub[index];
+    first..first + subcommands()[index].len()
 }
 
 /// Name → index. foldhash rather than SipHash: the names are ours, not an
@@ -343,7 +421,7 @@ mod tests {
             }
             assert_eq!(
                 has("loading"),
-                spec.flags & LOADING_OK != 0 && !["client", "config", "slowlog"].contains(&spec.name),
+                spec.flags & LOADING_OK != 0 && !["client", "config", "slowlog", "latency"].contains(&spec.name),
                 "LOADING_OK flag of {}",
                 spec.name
             );
@@ -356,6 +434,23 @@ mod tests {
             let has = !super::super::meta::subcommand_names(spec.name).is_empty();
             assert_eq!(spec.flags & SUBCOMMANDS != 0, has, "SUBCOMMANDS flag of {}", spec.name);
         }
+    }
+
+    #[test]
+    fn subcommands_have_statistics_slots_of_their_own() {
+        let client = lookup(b"client").expect("client");
+        let list = stat_by_name(b"CLIENT|list").expect("client|list");
+        assert!(list >= count());
+        assert_eq!(stat_name(list), "client|list");
+        assert_eq!(stat_command(list), client);
+        assert!(stat_subcommands(client).contains(&list));
+        assert_eq!(stat_of_request(client, &[b"client", b"LIST"]), list);
+        assert_eq!(stat_of_request(client, &[b"client", b"nosuch"]), client);
+        let get = lookup(b"get").expect("get");
+        assert_eq!(stat_by_name(b"get"), Some(get));
+        assert_eq!(stat_name(get), "get");
+        assert_eq!(stat_by_name(b"get|x"), None);
+        assert_eq!(stat_by_name(b"client|nosuch"), None);
     }
 
     #[test]

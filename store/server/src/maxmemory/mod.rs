@@ -75,7 +75,10 @@ pub fn make_room(server: &Server, now_ms: u64) -> bool {
     }
     let policy = server.runtime.policy();
     if policy.rank().is_some() {
+        let started = quanta::Instant::now();
         evict(server, policy, max, now_ms);
+        // The latency monitor's `eviction-cycle` event, as Redis's performEvictions.
+        server.runtime.latency.observe("eviction-cycle", started.elapsed().as_micros() as u64);
     }
     counted_memory(server) > max
 }

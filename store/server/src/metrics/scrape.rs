@@ -46,9 +46,9 @@ pub struct Scrape {
 
 impl Scrape {
     pub fn read(server: &Server) -> Scrape {
-        let num_commands = crate::commands::table::count();
-        let totals = server.raw_totals();
-        let latency = collect_latency(&server.workers, num_commands);
+        let mut totals = server.raw_totals();
+        let mut latency = collect_latency(&server.workers, crate::commands::table::stat_count());
+        fold_subcommands(&mut totals.per_command, &mut latency);
         let commands = command_readings(&totals, &latency);
         let durability = durability_with_acks(server, &commands);
         let dbs = (0..server.keyspace.num_dbs())
@@ -88,6 +88,20 @@ fn durability_with_acks(server: &Server, commands: &[CommandReading]) -> Durabil
         d.durable_acks_total = commands.iter().filter(|c| c.write).map(|c| c.ok).sum();
     }
     d
+}
+
+/// Adds each subcommand's counters (`client|list`) to its command's
+/// (`client`) and drops the subcommand slots: metrics are per command.
+fn fold_subcommands(per_command: &mut Vec<[u64; 4]>, latency: &mut Vec<[u64; LATENCY_BUCKETS]>) {
+    let commands = crate::commands::table::count();
+    for stat in commands..per_command.len().min(latency.len()) {
+        let parent = crate::commands::table::stat_command(stat);
+        let (cell, buckets) = (per_command[stat], latency[stat]);
+        per_command[parent].iter_mut().zip(cell).for_each(|(a, b)| *a += b);
+        latency[parent].iter_mut().zip(buckets).for_each(|(a, b)| *a += b);
+    }
+    per_command.truncate(commands);
+    latency.truncate(commands);
 }
 
 fn command_readings(totals: &Totals, latency: &[[u64; LATENCY_BUCKETS]]) -> Vec<CommandReading> {

@@ -107,6 +107,7 @@ pub fn recover(server: &Server) -> Result<Recovered, RecoverError> {
         let wal =
             Wal::open(p.storage.clone(), &p.dir, options, tail, Box::new(move |durable| waiters.wake_through(durable)))
                 .map_err(|source| RecoverError::Open { dir: p.dir.display().to_string(), source })?;
+        observe_syncs(server, &wal);
         p.set_wal(wal);
     } else if !tail.segments.is_empty() {
         // The `none` tier keeps no log: fold the old one into a snapshot.
@@ -117,4 +118,17 @@ pub fn recover(server: &Server) -> Result<Recovered, RecoverError> {
     }
     out.seconds = started.elapsed().as_secs_f64();
     Ok(out)
+}
+
+/// Reports slow syncs of the log to the latency monitor: `aof-fsync-always`
+/// in the `sync` tier (replies wait for them, as for Redis's `appendfsync
+/// always`), `aof-fdatasync` in the others (replies do not wait).
+fn observe_syncs(server: &Server, wal: &Wal) {
+    let monitor = server.runtime.latency.clone();
+    let event = if server.persistence.tier == cairn_engine::durability::Tier::Sync {
+        "aof-fsync-always"
+    } else {
+        "aof-fdatasync"
+    };
+    wal.stats().observe_syncs(Box::new(move |micros| monitor.observe(event, micros)));
 }

@@ -31,7 +31,13 @@ impl<'a> Replayer<'a> {
         let mut client = Client::new(handle, false);
         client.origin = crate::client::Origin::Internal;
         client.block = BlockState::Denied;
-        Replayer { server, client, stats: WorkerStats::new(table::count()), out: Vec::with_capacity(256), errors: 0 }
+        Replayer {
+            server,
+            client,
+            stats: WorkerStats::new(table::stat_count()),
+            out: Vec::with_capacity(256),
+            errors: 0,
+        }
     }
 
     /// Runs one logged command. Err only for a command the table does not

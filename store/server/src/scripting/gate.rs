@@ -62,7 +62,7 @@ fn past_threshold(server: &Server) -> bool {
 /// Redis's rejectCommand: the error, a transaction flagged (or discarded by EXEC).
 fn reject(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
     if let Some(index) = table::lookup(args[0]) {
-        ctx.stats.per_command[index].rejected.add(1);
+        ctx.stats.per_command[table::stat_of_request(index, args)].rejected.add(1);
     }
     let busy = ctx.server.scripting.busy.busy_message();
     if is(args[0], "exec") && ctx.client.multi.is_some() {
