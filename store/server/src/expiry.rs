@@ -23,10 +23,16 @@ pub fn expire_pass(server: &Server, index: usize, shares: usize) -> usize {
         return 0;
     }
     let now = cairn_engine::clock::monotonic_now_ms();
-    match server.persistence.wal() {
+    let expired = match server.persistence.wal() {
         Some(wal) => server.keyspace.expire_cycle_with(index, shares, now, EXPIRE_BUDGET_PER_SHARD, &mut |db, key| {
             let _ = wal.append_command(now, db as u32, &[b"DEL", key]);
         }),
         None => server.keyspace.expire_cycle(index, shares, now, EXPIRE_BUDGET_PER_SHARD),
+    };
+    // Expired keys reached tracking clients through the engine's expiry
+    // hook; BCAST ones get theirs now (and whatever else is pending).
+    if server.tracking.is_active() {
+        server.tracking.broadcast();
     }
+    expired
 }

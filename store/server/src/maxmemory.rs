@@ -97,6 +97,7 @@ fn evict(server: &Server, eviction: Eviction, now_ms: u64) {
             for key in victims {
                 table.remove(&key);
                 table.emit(events::EVICTED, "evicted", &key);
+                crate::modified::evicted(server, db, &key);
                 if let Some(wal) = wal {
                     let _ = wal.append_command(now_ms, db as u32, &[b"DEL", &key]);
                 }
