@@ -164,6 +164,7 @@ fn memory_section(server: &Server, t: &Totals, out: &mut String) -> &'static str
     field!(out, "maxmemory_human", human_bytes(maxmemory));
     field!(out, "maxmemory_policy", server.runtime.get("maxmemory-policy").unwrap_or_default());
     field!(out, "mem_fragmentation_ratio", "1.00");
+    field!(out, "mem_not_counted_for_evict", 0);
     field!(out, "mem_allocator", "libc");
     field!(out, "lazyfree_pending_objects", server.lazyfree.pending());
     field!(out, "lazyfreed_objects", t.lazyfreed_objects);
