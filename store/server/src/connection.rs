@@ -154,7 +154,9 @@ async fn connection_loop(
             continue;
         }
         if let BlockState::Blocked(waiter) = std::mem::take(&mut client.block) {
-            let Some((reply, lsn)) = wait_unblocked(server, stream, signal.as_mut(), &handle, &waiter, &mut input).await? else {
+            let Some((reply, lsn)) =
+                wait_unblocked(server, stream, signal.as_mut(), &handle, &waiter, &mut input).await?
+            else {
                 return Ok(());
             };
             if !await_durable(server, lsn).await {

@@ -102,7 +102,8 @@ fn overlap(a: &[u8], b: &[u8]) -> bool {
 
 /// A client's prefixes must not overlap, with its own or with each other.
 fn check_prefix_overlaps(ctx: &Ctx<'_>, prefixes: &[&[u8]]) -> CmdResult {
-    let existing: Vec<Vec<u8>> = ctx.client.tracking.as_ref().map(|t| t.state.lock().prefixes.clone()).unwrap_or_default();
+    let existing: Vec<Vec<u8>> =
+        ctx.client.tracking.as_ref().map(|t| t.state.lock().prefixes.clone()).unwrap_or_default();
     for (i, prefix) in prefixes.iter().enumerate() {
         if let Some(old) = existing.iter().find(|old| overlap(old, prefix)) {
             return Err(CmdError::err(format!(
@@ -133,11 +134,15 @@ pub fn caching(ctx: &mut Ctx<'_>, choice: &[u8]) -> CmdResult {
     let mut state = tracker.state.lock();
     if is(choice, "yes") {
         if !state.options.optin {
-            return Err(CmdError::Static("ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode."));
+            return Err(CmdError::Static(
+                "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.",
+            ));
         }
     } else if is(choice, "no") {
         if !state.options.optout {
-            return Err(CmdError::Static("ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode."));
+            return Err(CmdError::Static(
+                "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.",
+            ));
         }
     } else {
         return Err(CmdError::Syntax);

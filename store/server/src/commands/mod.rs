@@ -169,10 +169,11 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
     let noop = std::mem::take(&mut ctx.client.write_was_noop);
     match result {
         Err(e) => ctx.out.error(&e.message(spec.name)),
-        Ok(()) if spec.flags & table::WRITE != 0
-            && !noop
-            && (tracking || ctx.server.watches.is_active())
-            && !matches!(ctx.client.block, crate::blocking::BlockState::Blocked(_)) =>
+        Ok(())
+            if spec.flags & table::WRITE != 0
+                && !noop
+                && (tracking || ctx.server.watches.is_active())
+                && !matches!(ctx.client.block, crate::blocking::BlockState::Blocked(_)) =>
         {
             // A command that blocked changed nothing yet (its re-run signals).
             touch_keys(ctx, spec, args)

@@ -35,7 +35,7 @@ pub struct KeyTable {
 
 impl Default for KeyTable {
     fn default() -> Self {
-        let hasher = foldhash::fast::FixedState::with_seed(0x7472_6163_6b);
+        let hasher = foldhash::fast::FixedState::with_seed(0x0074_7261_636b);
         KeyTable {
             shards: (0..SHARDS).map(|_| Mutex::new(Shard::with_hasher(hasher))).collect(),
             hasher,
