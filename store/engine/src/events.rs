@@ -228,6 +228,20 @@ mod tests {
     }
 
     #[test]
+    fn the_expiry_hook_is_called_only_while_watched() {
+        let seen = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
+        let events = KeyEvents::default();
+        let log = seen.clone();
+        events.set_expiry_hook(Box::new(move |db, key| log.lock().push((db, key.to_vec()))));
+        events.key_expired(0, b"a");
+        events.watch_expirations(true);
+        events.key_expired(1, b"b");
+        events.watch_expirations(false);
+        events.key_expired(2, b"c");
+        assert_eq!(*seen.lock(), vec![(1, b"b".to_vec())]);
+    }
+
+    #[test]
     fn expirations_are_counted_whether_or_not_they_are_delivered() {
         let seen = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
         let events = KeyEvents::default();
