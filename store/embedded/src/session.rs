@@ -34,6 +34,8 @@ impl Session {
     fn new(server: &Server) -> Session {
         let now = cairn_engine::clock::now_ms();
         let handle = Arc::new(ClientHandle::new(server.clients.next_id(), IN_PROCESS, IN_PROCESS, -1, 0, now));
+        // An in-process call reads its own reply only: no pushes.
+        handle.accepts_pushes.store(false, std::sync::atomic::Ordering::Relaxed);
         let mut client = Client::new(handle, false);
         // Nothing could ever serve a blocked in-process call: BLPOP and
         // friends act as their non-blocking forms, as inside MULTI.

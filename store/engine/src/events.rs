@@ -13,7 +13,7 @@
 //! are delivered ([`KeyEvents::expired`], INFO's `expired_keys`).
 
 use std::fmt;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 /// `K`: publish on `__keyspace@<db>__:<key>`.
@@ -93,6 +93,10 @@ pub fn format_flags(flags: u32) -> String {
 /// Delivers one event: `(enabled flags, event name, db, key)`.
 pub type Sink = Box<dyn Fn(u32, &str, usize, &[u8]) + Send + Sync>;
 
+/// Told of every expired key `(db, key)` while [`KeyEvents::watch_expirations`] is on
+/// (the server's client-side caching invalidates it).
+pub type ExpiryHook = Box<dyn Fn(usize, &[u8]) + Send + Sync>;
+
 /// The enabled classes and the sink, shared by the keyspace's tables and the server.
 #[derive(Default)]
 pub struct KeyEvents {
@@ -102,6 +106,9 @@ pub struct KeyEvents {
     expired: AtomicU64,
     /// Wall-clock ms until which expired keys are not deleted (CLIENT PAUSE).
     expiry_paused_until: AtomicU64,
+    /// Whether [`KeyEvents::expiry_hook`] is called (one relaxed load per expiration).
+    expiry_watched: AtomicBool,
+    expiry_hook: OnceLock<ExpiryHook>,
 }
 
 impl fmt::Debug for KeyEvents {
@@ -142,6 +149,26 @@ impl KeyEvents {
     pub fn key_expired(&self, db: usize, key: &[u8]) {
         self.expired.fetch_add(1, Ordering::Relaxed);
         self.emit(EXPIRED, "expired", db, key);
+        if self.expiry_watched.load(Ordering::Relaxed) {
+            self.call_expiry_hook(db, key);
+        }
+    }
+
+    /// Installs the function told of expirations; only the first call has an effect.
+    pub fn set_expiry_hook(&self, hook: ExpiryHook) {
+        let _ = self.expiry_hook.set(hook);
+    }
+
+    /// Turns the calls of the expiry hook on or off.
+    pub fn watch_expirations(&self, on: bool) {
+        self.expiry_watched.store(on, Ordering::Relaxed);
+    }
+
+    #[cold]
+    fn call_expiry_hook(&self, db: usize, key: &[u8]) {
+        if let Some(hook) = self.expiry_hook.get() {
+            hook(db, key);
+        }
     }
 
     /// Until `until_ms` (wall clock; 0: no more), keys found expired read
@@ -198,6 +225,20 @@ mod tests {
         events.emit(STRING, "set", 3, b"b");
         events.emit(LIST, "lpush", 3, b"c");
         assert_eq!(*seen.lock(), vec![("set".to_string(), 3, b"b".to_vec())]);
+    }
+
+    #[test]
+    fn the_expiry_hook_is_called_only_while_watched() {
+        let seen = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
+        let events = KeyEvents::default();
+        let log = seen.clone();
+        events.set_expiry_hook(Box::new(move |db, key| log.lock().push((db, key.to_vec()))));
+        events.key_expired(0, b"a");
+        events.watch_expirations(true);
+        events.key_expired(1, b"b");
+        events.watch_expirations(false);
+        events.key_expired(2, b"c");
+        assert_eq!(*seen.lock(), vec![(1, b"b".to_vec())]);
     }
 
     #[test]

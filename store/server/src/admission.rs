@@ -56,7 +56,8 @@ pub(crate) async fn admit<'a>(
 }
 
 /// Forgets what an ended connection's client left in shared registries:
-/// its WATCHed keys, its pub/sub subscriptions and its MONITOR feed.
+/// its WATCHed keys, its pub/sub subscriptions, its MONITOR feed and its
+/// client-side caching state.
 pub(crate) fn release(server: &Server, client: &mut Client) {
     let watched: Vec<(usize, Vec<u8>)> = client.watched.drain(..).map(|w| (w.db, w.key)).collect();
     server.watches.forget(client.id(), &watched);
@@ -66,4 +67,6 @@ pub(crate) fn release(server: &Server, client: &mut Client) {
     if client.monitor.take().is_some() {
         server.monitors.remove(client.id());
     }
+    client.tracking = None;
+    server.tracking.disable(client.id());
 }

@@ -345,6 +345,7 @@ impl Blocking {
 fn rerun(server: &Server, stats: &WorkerStats, waiter: &Waiter) -> Option<(Vec<u8>, u64)> {
     let index = table::lookup(&waiter.args[0])?;
     let spec = table::spec(index);
+    let _running = server.tracking.is_active().then(|| crate::tracking::current::enter(waiter.client.id));
     let mut client = Client::new(waiter.client.clone(), false);
     client.db = waiter.db;
     client.protocol = waiter.protocol;
@@ -364,10 +365,10 @@ fn rerun(server: &Server, stats: &WorkerStats, waiter: &Waiter) -> Option<(Vec<u
     if let Some(code) = ctx.out.take_error_code() {
         record_failed_unblock(stats, index, code.as_str());
     }
-    // What dispatch does after a write: WATCHers of the touched keys see it.
+    // What dispatch does after a write: WATCHers and tracking clients of the touched keys see it.
     let touched = spec.key_positions(args.len()).into_iter().map(|p| args[p]);
     for key in touched.chain(waiter.keys.iter().map(Vec::as_slice)) {
-        server.watches.touch(waiter.db, key);
+        crate::modified::key(server, waiter.db, key);
     }
     Some((reply, lsn))
 }

@@ -55,8 +55,17 @@ pub struct ClientHandle {
     /// Pub/sub channels and patterns subscribed (CLIENT LIST sub=, psub=).
     pub sub_channels: AtomicUsize,
     pub sub_patterns: AtomicUsize,
+    /// Whether the connection can carry pushes it did not ask for (false
+    /// for the native protocol and in-process sessions): client-side
+    /// caching is refused there, and nothing is redirected to it.
+    pub accepts_pushes: AtomicBool,
+    /// Client-side caching messages (invalidations) queued for this
+    /// connection by any worker; written after its current command's reply,
+    /// or at once when it is idle (see [`crate::tracking`]).
+    pub inbox: crate::tracking::inbox::Inbox,
     killed: AtomicBool,
-    kill_notify: Notify,
+    /// Wakes the connection: a kill, or a message in the inbox.
+    wake: Notify,
 }
 
 impl ClientHandle {
@@ -79,15 +88,30 @@ impl ClientHandle {
             no_evict: AtomicBool::new(false),
             sub_channels: AtomicUsize::new(0),
             sub_patterns: AtomicUsize::new(0),
+            accepts_pushes: AtomicBool::new(true),
+            inbox: crate::tracking::inbox::Inbox::default(),
             killed: AtomicBool::new(false),
-            kill_notify: Notify::new(),
+            wake: Notify::new(),
         }
     }
 
     /// Asks the connection to close (CLIENT KILL).
     pub fn kill(&self) {
         self.killed.store(true, Ordering::SeqCst);
-        self.kill_notify.notify_one();
+        self.wake.notify_one();
+    }
+
+    /// Queues an encoded push message (an invalidation) for this connection
+    /// and wakes it; a connection over the pub/sub output limit is killed.
+    pub fn push(&self, frame: &[u8]) {
+        if !self.inbox.append(frame) {
+            if !self.is_killed() {
+                tracing::warn!(client = self.id, "closing client over the push output buffer limit");
+                self.kill();
+            }
+            return;
+        }
+        self.wake.notify_one();
     }
 
     /// Whether the client has pub/sub subscriptions (CLIENT LIST/KILL TYPE pubsub).
@@ -99,12 +123,14 @@ impl ClientHandle {
         self.killed.load(Ordering::SeqCst)
     }
 
-    /// Resolves when [`ClientHandle::kill`] is called.
-    pub async fn killed(&self) {
-        if self.is_killed() {
-            return;
-        }
-        self.kill_notify.notified().await;
+    /// Resolves when [`ClientHandle::kill`] is called or a message was
+    /// [pushed](ClientHandle::push): the caller checks [`ClientHandle::is_killed`]
+    /// and, if not, takes the inbox and waits on a new future. One wake-up
+    /// for both, so an idle connection polls nothing more for tracking. A
+    /// kill before the future is first polled still wakes it (the notify
+    /// keeps a permit).
+    pub fn signalled(&self) -> tokio::sync::futures::Notified<'_> {
+        self.wake.notified()
     }
 }
 
@@ -219,6 +245,12 @@ pub struct Client {
     /// Bytes of input from the command being run to the end of what has been
     /// read (CLIENT LIST/INFO `qbuf` of the calling client).
     pub query_pending: usize,
+    /// CLIENT TRACKING ON in the default mode: the keys this client reads
+    /// are remembered (for a script's client: its caller's tracking).
+    pub tracking: Option<Arc<crate::tracking::tracker::Tracker>>,
+    /// A script's declared keys, remembered for its tracking caller when the
+    /// script runs a read command (as Redis does).
+    pub script_keys: Vec<Vec<u8>>,
 }
 
 impl Client {
@@ -248,6 +280,8 @@ impl Client {
             origin: Origin::Connection,
             monitor: None,
             query_pending: 0,
+            tracking: None,
+            script_keys: Vec::new(),
         }
     }
 

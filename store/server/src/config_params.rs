@@ -101,6 +101,7 @@ pub const PARAMS: &[Param] = &[
     p("slowlog-max-len", Kind::Int { min: 0, max: i64::MAX }, "128", true),
     p("busy-reply-threshold", Kind::Int { min: 0, max: i64::MAX }, "5000", true),
     p("notify-keyspace-events", Kind::KeyspaceEvents, "", true),
+    p("tracking-table-max-keys", Kind::Int { min: 0, max: i64::MAX }, "1000000", true),
     // Accepted for the test suite and clients; Cairn has no replicas and no RDB child.
     p("repl-ping-replica-period", Kind::Int { min: 1, max: INT_MAX }, "10", true),
     p("rdb-key-save-delay", Kind::Int { min: i32::MIN as i64, max: INT_MAX }, "0", true),
@@ -265,6 +266,8 @@ pub struct RuntimeConfig {
     pub slowlog: crate::slowlog::SlowLog,
     /// The latency monitor, with its `latency-monitor-threshold`.
     pub latency: Arc<crate::latency::LatencyMonitor>,
+    /// `tracking-table-max-keys`: keys the tracking table may hold (0: no limit).
+    pub tracking_table_max_keys: AtomicUsize,
 }
 
 impl RuntimeConfig {
@@ -302,6 +305,7 @@ impl RuntimeConfig {
             maxmemory: AtomicU64::new(0),
             policy: std::sync::atomic::AtomicU8::new(0),
             maxmemory_samples: AtomicUsize::new(5),
+            tracking_table_max_keys: AtomicUsize::new(0),
         };
         for (name, value) in &values {
             rc.apply(name, value);
@@ -376,6 +380,7 @@ impl RuntimeConfig {
             "slowlog-log-slower-than" => self.slowlog.set_threshold_us(value.parse().unwrap_or(-1)),
             "slowlog-max-len" => self.slowlog.set_max_len(as_usize()),
             "latency-monitor-threshold" => self.latency.set_threshold_ms(as_usize() as u64),
+            "tracking-table-max-keys" => self.tracking_table_max_keys.store(as_usize(), Ordering::Relaxed),
             "lazyfree-lazy-user-del" => self.lazy_user_del.store(value == "yes", Ordering::Relaxed),
             "lazyfree-lazy-user-flush" => self.lazy_user_flush.store(value == "yes", Ordering::Relaxed),
             _ => {

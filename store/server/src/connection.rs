@@ -1,7 +1,6 @@
 //! One client connection: read a batch of pipelined requests, execute them
 //! all, and answer the whole batch with one write.
 
-use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
@@ -11,6 +10,7 @@ use std::time::Duration;
 use cairn_protocol::{parse_request, Argv, Limits, Parsed, ReplyWriter};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::sync::futures::Notified;
 
 use crate::admission::{admit, release};
 use crate::blocking::{BlockState, Waiter};
@@ -64,9 +64,10 @@ async fn connection_loop(
     let mut argv = Argv::default();
     // Registered once: polling it again costs no new registration. Server
     // shutdown needs no wait here: the worker drops its connection tasks.
+    // It fires on a kill or on a push queued in the inbox (client-side caching).
     let handle = client.handle.clone();
-    let killed = handle.killed();
-    tokio::pin!(killed);
+    let signal = handle.signalled();
+    tokio::pin!(signal);
     // After a blocked command ends, the rest of the pipeline runs before reading more.
     let mut unblocked = false;
     loop {
@@ -77,15 +78,21 @@ async fn connection_loop(
             let subscribed = client.pubsub.is_some() || client.monitor.is_some();
             let wake = tokio::select! {
                 biased;
-                _ = &mut killed => return Ok(()),
+                _ = &mut signal => Wake::Signal,
                 _ = messages_ready(client), if subscribed => Wake::Messages,
                 read = read_with_timeout(server, stream, &mut input, !subscribed) => Wake::Read(read?),
             };
             match wake {
                 Wake::Read(0) => return Ok(()),
                 Wake::Read(n) => stats.net_input_bytes.add(n as u64),
-                Wake::Messages => {
-                    if !write_messages(stream, client, stats, &mut output, killed.as_mut()).await? {
+                Wake::Signal | Wake::Messages => {
+                    if matches!(wake, Wake::Signal) {
+                        if handle.is_killed() {
+                            return Ok(());
+                        }
+                        signal.set(handle.signalled());
+                    }
+                    if !write_messages(server, stream, client, stats, &mut output, &handle, signal.as_mut()).await? {
                         return Ok(());
                     }
                     continue;
@@ -98,7 +105,7 @@ async fn connection_loop(
             return Ok(());
         }
         // Messages delivered while the batch ran follow its replies.
-        take_messages(client, &mut output);
+        take_messages(server, client, &mut output);
         if !output.is_empty() {
             stream.write_all(&output).await?;
             stats.net_output_bytes.add(output.len() as u64);
@@ -119,6 +126,7 @@ async fn connection_loop(
         }
         if let Some(request) = client.pending_script.take() {
             let outcome = crate::scripting::offload::run_elsewhere(server, stats, client, *request).await;
+            crate::tracking::hooks::after_script(client);
             if outcome.log_failed || !await_durable(server, outcome.last_lsn).await {
                 return Ok(());
             }
@@ -146,7 +154,9 @@ async fn connection_loop(
             continue;
         }
         if let BlockState::Blocked(waiter) = std::mem::take(&mut client.block) {
-            let Some((reply, lsn)) = wait_unblocked(server, stream, killed.as_mut(), &waiter, &mut input).await? else {
+            let Some((reply, lsn)) =
+                wait_unblocked(server, stream, signal.as_mut(), &handle, &waiter, &mut input).await?
+            else {
                 return Ok(());
             };
             if !await_durable(server, lsn).await {
@@ -198,6 +208,8 @@ pub(crate) async fn await_durable(server: &Server, lsn: u64) -> bool {
 enum Wake {
     Read(usize),
     Messages,
+    /// A kill, or a push in the inbox.
+    Signal,
 }
 
 /// Resolves when pub/sub messages or MONITOR lines may be waiting (never
@@ -216,8 +228,13 @@ async fn messages_ready(client: &Client) {
     }
 }
 
-/// Appends the queued pub/sub messages and MONITOR lines to `output`.
-fn take_messages(client: &Client, output: &mut Vec<u8>) {
+/// Appends the queued pub/sub messages, MONITOR lines and client-side
+/// caching pushes to `output` (sending pending BCAST invalidations first).
+fn take_messages(server: &Server, client: &Client, output: &mut Vec<u8>) {
+    if server.tracking.is_active() {
+        server.tracking.broadcast();
+    }
+    client.handle.inbox.take_into(output);
     if let Some(subscriptions) = &client.pubsub {
         subscriptions.subscriber.take_into(output);
     }
@@ -229,19 +246,34 @@ fn take_messages(client: &Client, output: &mut Vec<u8>) {
 /// Writes the pub/sub messages queued for an idle subscriber. False when the
 /// client was killed meanwhile (a subscriber over the output limit that
 /// stopped reading is killed while its write is pending).
-async fn write_messages(
+async fn write_messages<'h>(
+    server: &Server,
     stream: &mut TcpStream,
     client: &Client,
     stats: &WorkerStats,
     output: &mut Vec<u8>,
-    killed: Pin<&mut impl Future<Output = ()>>,
+    handle: &'h crate::client::ClientHandle,
+    mut signal: Pin<&mut Notified<'h>>,
 ) -> std::io::Result<bool> {
-    take_messages(client, output);
+    take_messages(server, client, output);
     if !output.is_empty() {
-        tokio::select! {
-            biased;
-            _ = killed => return Ok(false),
-            written = stream.write_all(output) => written?,
+        let write = stream.write_all(output);
+        tokio::pin!(write);
+        loop {
+            tokio::select! {
+                biased;
+                _ = signal.as_mut() => {
+                    if handle.is_killed() {
+                        return Ok(false);
+                    }
+                    // A push: it waits in the inbox for the next round.
+                    signal.set(handle.signalled());
+                }
+                written = &mut write => {
+                    written?;
+                    break;
+                }
+            }
         }
         stats.net_output_bytes.add(output.len() as u64);
         output.clear();
@@ -271,10 +303,11 @@ pub(crate) async fn read_with_timeout(
 /// Waits while the client is blocked, still reading (and buffering) its input
 /// so that a closed connection is noticed. Returns the reply to send, or
 /// `None` when the connection must end.
-async fn wait_unblocked(
+async fn wait_unblocked<'h>(
     server: &Server,
     stream: &mut TcpStream,
-    mut killed: Pin<&mut impl Future<Output = ()>>,
+    mut signal: Pin<&mut Notified<'h>>,
+    handle: &'h crate::client::ClientHandle,
     waiter: &Arc<Waiter>,
     input: &mut Vec<u8>,
 ) -> Result<Option<(Vec<u8>, u64)>, ConnectionEnd> {
@@ -282,7 +315,14 @@ async fn wait_unblocked(
     loop {
         let read = tokio::select! {
             biased;
-            _ = killed.as_mut() => Ok(0),
+            _ = signal.as_mut() => {
+                if !handle.is_killed() {
+                    // Pushes to a blocked client follow its reply.
+                    signal.set(handle.signalled());
+                    continue;
+                }
+                Ok(0)
+            }
             reply = &mut outcome => return Ok(Some(reply)),
             read = stream.read_buf(input) => read,
         };

@@ -32,5 +32,10 @@ pub fn expire_pass(server: &Server, index: usize, shares: usize) -> usize {
     };
     // The latency monitor's `expire-cycle` event, as Redis's activeExpireCycle.
     server.runtime.latency.observe("expire-cycle", started.elapsed().as_micros() as u64);
+    // Expired keys reached tracking clients through the engine's expiry
+    // hook; BCAST ones get theirs now (and whatever else is pending).
+    if server.tracking.is_active() {
+        server.tracking.broadcast();
+    }
     expired
 }

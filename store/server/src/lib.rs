@@ -33,6 +33,9 @@
 //! - [`server`]: the state all workers share; [`stats`]: per-worker counters.
 //! - [`watch`]: WATCH bookkeeping (who watches which key); [`pause`]: CLIENT
 //!   PAUSE, which holds writes (or everything) until it ends.
+//! - [`tracking`]: client-side caching (CLIENT TRACKING): who may cache which
+//!   key, and invalidations delivered across workers; [`modified`]: what a
+//!   modified key signals (WATCHers and tracking clients).
 //! - [`shutdown`]: the signal that stops every worker.
 //! - [`persistence`]: durability tiers, logging every write, durable acks,
 //!   snapshots and recovery (over the engine's `durability` module).
@@ -67,6 +70,7 @@ pub mod listener;
 pub mod logging;
 pub mod maxmemory;
 pub mod metrics;
+pub mod modified;
 pub mod monitor;
 pub mod native;
 pub mod notify;
@@ -79,6 +83,7 @@ pub mod server;
 pub mod shutdown;
 pub mod slowlog;
 pub mod stats;
+pub mod tracking;
 pub mod used_memory;
 pub mod watch;
 pub mod worker;

@@ -21,7 +21,9 @@ pub struct Server {
     pub config: Config,
     pub runtime: RuntimeConfig,
     pub keyspace: Keyspace,
-    pub clients: ClientRegistry,
+    pub clients: Arc<ClientRegistry>,
+    /// Client-side caching (CLIENT TRACKING).
+    pub tracking: Arc<crate::tracking::Tracking>,
     pub watches: WatchRegistry,
     /// Clients blocked in BLPOP and friends.
     pub blocking: Blocking,
@@ -93,10 +95,13 @@ impl Server {
         crate::notify::install(keyspace.events(), pubsub.clone());
         let pause = crate::pause::ClientPause::new(runtime.key_events.clone());
         let libraries = persistence.libraries.clone();
+        let clients = Arc::new(ClientRegistry::default());
+        let tracking = crate::tracking::Tracking::new(clients.clone(), runtime.key_events.clone());
         Server {
             runtime,
             keyspace,
-            clients: ClientRegistry::default(),
+            clients,
+            tracking,
             watches: WatchRegistry::default(),
             blocking: Blocking::default(),
             pubsub,

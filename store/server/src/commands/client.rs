@@ -1,5 +1,6 @@
 //! CLIENT and its subcommands: ID, SETNAME, GETNAME, SETINFO, LIST, INFO,
-//! KILL, NO-EVICT, REPLY, PAUSE, UNPAUSE, GETREDIR, HELP; and MONITOR, which
+//! KILL, NO-EVICT, REPLY, PAUSE, UNPAUSE, HELP (TRACKING, CACHING, GETREDIR and
+//! TRACKINGINFO are in [`super::client_tracking`]); and MONITOR, which
 //! turns a connection into a watcher of every command.
 
 use std::sync::atomic::Ordering;
@@ -32,7 +33,7 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         list(ctx, &args[2..])?;
     } else if is(sub, "info") {
         arity(argc == 2)?;
-        let line = describe(&ctx.client.handle, ctx.now_ms, false, ctx.client.query_pending);
+        let line = describe(&ctx.client.handle, ctx.now_ms, false, ctx.client.query_pending, &ctx.server.tracking);
         ctx.out.verbatim("txt", line.as_bytes());
     } else if is(sub, "kill") {
         arity(argc >= 3)?;
@@ -62,9 +63,18 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         arity(argc == 2)?;
         ctx.server.pause.unpause();
         ctx.out.ok();
+    } else if is(sub, "tracking") {
+        arity(argc >= 3)?;
+        super::client_tracking::tracking(ctx, args)?;
+    } else if is(sub, "caching") {
+        arity(argc == 3)?;
+        super::client_tracking::caching(ctx, args[2])?;
     } else if is(sub, "getredir") {
         arity(argc == 2)?;
-        ctx.out.int(-1);
+        super::client_tracking::getredir(ctx)?;
+    } else if is(sub, "trackinginfo") {
+        arity(argc == 2)?;
+        super::client_tracking::trackinginfo(ctx)?;
     } else if is(sub, "help") {
         arity(argc == 2)?;
         help(ctx);
@@ -139,7 +149,13 @@ fn reply_mode(ctx: &mut Ctx<'_>, mode: &[u8]) -> CmdResult {
 /// One CLIENT LIST line (without the trailing newline), in Redis's field
 /// order. `qbuf`: the bytes of input the client has read and not yet
 /// consumed, the running command's included (known for the calling client).
-pub fn describe(c: &ClientHandle, now_ms: u64, blocked: bool, qbuf: usize) -> String {
+pub fn describe(
+    c: &ClientHandle,
+    now_ms: u64,
+    blocked: bool,
+    qbuf: usize,
+    tracking: &crate::tracking::Tracking,
+) -> String {
     let name = c.name.lock().as_deref().map(|n| String::from_utf8_lossy(n).into_owned()).unwrap_or_default();
     let lib_name = c.lib_name.lock().as_deref().map(|n| String::from_utf8_lossy(n).into_owned()).unwrap_or_default();
     let lib_ver = c.lib_version.lock().as_deref().map(|n| String::from_utf8_lossy(n).into_owned()).unwrap_or_default();
@@ -151,8 +167,22 @@ pub fn describe(c: &ClientHandle, now_ms: u64, blocked: bool, qbuf: usize) -> St
     let idle = now_ms.saturating_sub(c.last_interaction_ms.load(Ordering::Relaxed)) / 1000;
     let sub = c.sub_channels.load(Ordering::Relaxed);
     let psub = c.sub_patterns.load(Ordering::Relaxed);
+    // Tracking: `t`, `R` (broken redirection), `B` (BCAST), and `redir=`.
+    let tracked = tracking.tracker(c.id).map(|t| {
+        let state = t.state.lock();
+        (state.broken_redirect, state.options.bcast, state.options.redirect as i64)
+    });
+    let (broken, bcast, redir) = tracked.map_or((false, false, -1), |t| t);
     let mut flags = String::new();
-    for (on, flag) in [(sub + psub > 0, 'P'), (blocked, 'b'), (c.no_evict.load(Ordering::Relaxed), 'e')] {
+    let named = [
+        (sub + psub > 0, 'P'),
+        (blocked, 'b'),
+        (tracked.is_some(), 't'),
+        (broken, 'R'),
+        (bcast, 'B'),
+        (c.no_evict.load(Ordering::Relaxed), 'e'),
+    ];
+    for (on, flag) in named {
         if on {
             flags.push(flag);
         }
@@ -163,7 +193,7 @@ pub fn describe(c: &ClientHandle, now_ms: u64, blocked: bool, qbuf: usize) -> St
     format!(
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub=0 multi=-1 \
          qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} \
-         user=default redir=-1 resp={} lib-name={} lib-ver={}",
+         user=default redir={} resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
         c.local_addr,
@@ -177,6 +207,7 @@ pub fn describe(c: &ClientHandle, now_ms: u64, blocked: bool, qbuf: usize) -> St
         psub,
         qbuf,
         cmd,
+        redir,
         c.resp.load(Ordering::Relaxed),
         lib_name,
         lib_ver,
@@ -223,7 +254,7 @@ fn list(ctx: &mut Ctx<'_>, filters: &[&[u8]]) -> CmdResult {
             continue;
         }
         let qbuf = if c.id == ctx.client.handle.id { ctx.client.query_pending } else { 0 };
-        text.push_str(&describe(&c, ctx.now_ms, ctx.server.blocking.is_blocked(c.id), qbuf));
+        text.push_str(&describe(&c, ctx.now_ms, ctx.server.blocking.is_blocked(c.id), qbuf, &ctx.server.tracking));
         text.push('\n');
     }
     ctx.out.verbatim("txt", text.as_bytes());

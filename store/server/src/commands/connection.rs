@@ -146,6 +146,8 @@ pub fn reset(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     if ctx.client.monitor.take().is_some() {
         ctx.server.monitors.remove(ctx.client.id());
     }
+    ctx.client.tracking = None;
+    ctx.server.tracking.disable(ctx.client.id());
     ctx.client.select(0);
     ctx.client.set_protocol(ProtocolVersion::Resp2);
     ctx.client.reply_mode = ReplyMode::On;

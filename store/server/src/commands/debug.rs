@@ -43,6 +43,12 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         ctx.out.ok();
     } else if is(sub, "jmap") || is(sub, "change-repl-id") {
         ctx.out.ok();
+    } else if is(sub, "pause-cron") && args.len() == 3 {
+        // Redis pauses serverCron (tests use it so that the cron does not
+        // trim the tracking table). Cairn trims that table when keys are
+        // remembered and on CONFIG SET, never from a timer: nothing to pause.
+        super::int_arg(args[2])?;
+        ctx.out.ok();
     } else if is(sub, "log") && args.len() == 3 {
         tracing::warn!(target: "cairn::debug", "DEBUG LOG: {}", text(args[2]));
         ctx.out.ok();
@@ -63,6 +69,7 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
                 "OBJECT <key>",
                 "PROTOCOL <type>",
                 "SET-ACTIVE-EXPIRE <0|1>",
+                "PAUSE-CRON <0|1>",
                 "SLEEP <seconds>",
                 "JMAP",
                 "CHANGE-REPL-ID",

@@ -131,9 +131,7 @@ fn count_one(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<u64, CmdError> {
     }
     let count = hll::count(hll).map_err(hll_error)?;
     hll::cache_count(hll, count);
-    if ctx.server.watches.is_active() {
-        ctx.server.watches.touch(db, key);
-    }
+    crate::modified::key(ctx.server, db, key);
     Ok(count)
 }
 

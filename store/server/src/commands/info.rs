@@ -125,7 +125,7 @@ fn clients_section(server: &Server, out: &mut String) -> &'static str {
     field!(out, "client_recent_max_input_buffer", 0);
     field!(out, "client_recent_max_output_buffer", 0);
     field!(out, "blocked_clients", server.blocking.blocked_clients() + server.pause.waiting());
-    field!(out, "tracking_clients", 0);
+    field!(out, "tracking_clients", server.tracking.client_count());
     field!(out, "clients_in_timeout_table", 0);
     "Clients"
 }
@@ -263,6 +263,9 @@ fn stats_section(server: &Server, t: &Totals, out: &mut String) -> &'static str 
     field!(out, "keyspace_misses", t.keyspace_misses);
     field!(out, "pubsub_channels", server.pubsub.channel_count());
     field!(out, "pubsub_patterns", server.pubsub.pattern_count());
+    field!(out, "tracking_total_keys", server.tracking.keys.len());
+    field!(out, "tracking_total_items", server.tracking.keys.items());
+    field!(out, "tracking_total_prefixes", server.tracking.prefixes.len());
     field!(out, "total_error_replies", t.error_replies);
     field!(out, "total_reads_processed", t.commands);
     "Stats"

@@ -516,7 +516,7 @@ fn pop_first(ctx: &mut Ctx<'_>, keys: &[&[u8]], end: End, count: Option<usize>, 
         ctx.notify(ev::LIST, event_name(end, false), key);
         remove_if_empty(table, key, ctx.now_ms);
         // LMPOP/BLMPOP declare no key positions, so dispatch cannot touch WATCHed keys for them.
-        server.watches.touch(db, key);
+        crate::modified::key(server, db, key);
         return Ok(());
     }
     on_empty(ctx, keys, when, true);

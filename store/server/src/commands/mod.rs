@@ -7,6 +7,7 @@
 
 pub mod bits;
 pub mod client;
+pub mod client_tracking;
 pub mod connection;
 pub mod debug;
 pub mod dump;
@@ -148,6 +149,12 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
         record_error(ctx);
         return;
     }
+    // One relaxed load per command while nobody tracks (client-side caching).
+    let tracking = ctx.server.tracking.is_active();
+    let _running = tracking.then(|| crate::tracking::current::enter(ctx.client.id()));
+    if ctx.client.tracking.is_some() && spec.flags & table::READONLY != 0 && !spec.runs_script() {
+        crate::tracking::hooks::before_read(ctx, spec, args);
+    }
     let monitored = ctx.server.monitors.active();
     // A script's own line comes before the commands it runs, as in Redis.
     if monitored && spec.runs_script() {
@@ -171,7 +178,13 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
     let noop = std::mem::take(&mut ctx.client.write_was_noop);
     match result {
         Err(e) => ctx.out.error(&e.message(spec.name)),
-        Ok(()) if spec.flags & table::WRITE != 0 && !noop && ctx.server.watches.is_active() => {
+        Ok(())
+            if spec.flags & table::WRITE != 0
+                && !noop
+                && (tracking || ctx.server.watches.is_active())
+                && !matches!(ctx.client.block, crate::blocking::BlockState::Blocked(_)) =>
+        {
+            // A command that blocked changed nothing yet (its re-run signals).
             touch_keys(ctx, spec, args)
         }
         Ok(()) => {}
@@ -183,6 +196,9 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
         crate::monitor::feed(ctx, index, args);
     }
     apply_reply_mode(ctx, reply_start, spec.name == "client", spec.flags & table::PUSH_REPLY != 0);
+    if tracking {
+        crate::tracking::hooks::after_command(ctx, spec);
+    }
 }
 
 /// Records a command in SLOWLOG.
@@ -202,14 +218,23 @@ fn record_latency_event(ctx: &Ctx<'_>, spec: &table::CommandSpec, duration_us: u
     ctx.server.runtime.latency.record(event, duration_us / 1000);
 }
 
-/// A `denyoom` command while memory is above `maxmemory` (after eviction);
-/// commands inside EXEC were checked by EXEC. One relaxed load when no limit is set.
-fn out_of_memory(ctx: &Ctx<'_>, index: usize) -> bool {
+/// A `denyoom` command while memory is above `maxmemory` after eviction,
+/// which every command runs first, as in Redis's `processCommand`; commands
+/// inside EXEC were checked by EXEC. One relaxed load when no limit is set.
+fn out_of_memory(ctx: &mut Ctx<'_>, index: usize) -> bool {
     if ctx.server.runtime.maxmemory.load(std::sync::atomic::Ordering::Relaxed) == 0 {
         return false;
     }
     let in_exec = matches!(ctx.client.block, crate::blocking::BlockState::Denied);
-    !in_exec && crate::maxmemory::denyoom(index) && crate::maxmemory::make_room(ctx.server, ctx.now_ms)
+    if in_exec {
+        return false;
+    }
+    let refused = crate::maxmemory::make_room(ctx.server, ctx.now_ms) && crate::maxmemory::denyoom(index);
+    // Invalidations of the keys just evicted come before this command's reply (as Redis).
+    if ctx.server.tracking.is_active() && ctx.client.origin == crate::client::Origin::Connection {
+        ctx.client.handle.inbox.take_into(ctx.out.buffer());
+    }
+    refused
 }
 
 /// A command was refused inside MULTI: EXEC will answer EXECABORT.
@@ -219,10 +244,10 @@ fn abort_multi(ctx: &mut Ctx<'_>) {
     }
 }
 
-/// Marks WATCHers of the keys a write command named as dirty.
+/// Signals the keys a write command named as modified (WATCHers, tracking clients).
 fn touch_keys(ctx: &Ctx<'_>, spec: &table::CommandSpec, args: &[&[u8]]) {
     for position in spec.key_positions(args.len()) {
-        ctx.server.watches.touch(ctx.client.db, args[position]);
+        crate::modified::key(ctx.server, ctx.client.db, args[position]);
     }
 }
 

@@ -85,6 +85,11 @@ fn config_set(ctx: &mut Ctx<'_>, pairs: &[&[u8]]) -> CmdResult {
     let changes = texts.iter().map(|(name, value)| (name.as_str(), value.as_str()));
     let updates = config_params::validate_changes(&ctx.server.runtime, changes).map_err(CmdError::err)?;
     ctx.server.set_config(&updates);
+    if updates.iter().any(|(name, _)| *name == "tracking-table-max-keys") {
+        // A lower limit evicts from the tracking table at once.
+        let max_keys = ctx.server.runtime.tracking_table_max_keys.load(std::sync::atomic::Ordering::Relaxed);
+        ctx.server.tracking.enforce_limit(max_keys);
+    }
     if updates.iter().any(|(name, _)| *name == "maxmemory") {
         // As Redis, a lower limit evicts at once (under an evicting policy).
         crate::maxmemory::make_room(ctx.server, ctx.now_ms);
@@ -151,6 +156,7 @@ pub fn flushdb(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let mut all = ctx.server.keyspace.lock_all();
     all.for_each_shard(|shard| flush_table(shard.db(db), lazy.then_some(&mut garbage)));
     drop(all);
+    crate::modified::everything(ctx.server);
     ctx.server.lazyfree.free_tables(garbage);
     ctx.server.blocking.signal_db(db);
     ctx.out.ok();
@@ -165,6 +171,7 @@ pub fn flushall(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let mut all = ctx.server.keyspace.lock_all();
     all.for_each_shard(|shard| (0..dbs).for_each(|db| flush_table(shard.db(db), lazy.then_some(&mut garbage))));
     drop(all);
+    crate::modified::everything(ctx.server);
     ctx.server.lazyfree.free_tables(garbage);
     (0..dbs).for_each(|db| ctx.server.blocking.signal_db(db));
     ctx.out.ok();
@@ -185,6 +192,10 @@ pub fn swapdb(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         all.for_each_shard(|shard| shard.swap_dbs(a as usize, b as usize));
         ctx.server.blocking.signal_db(a as usize);
         ctx.server.blocking.signal_db(b as usize);
+        drop(all);
+        // Cached keys of either database now hold other values (Redis 7.0
+        // leaves them cached; a client would read stale values).
+        crate::modified::everything(ctx.server);
     }
     ctx.out.ok();
     Ok(())

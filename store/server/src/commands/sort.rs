@@ -272,7 +272,7 @@ fn store(ctx: &mut Ctx<'_>, dst: &[u8], rows: Vec<Option<Vec<u8>>>) {
     }
     drop(shard);
     // The destination is not at a declared key position: touch its WATCHers here.
-    ctx.server.watches.touch(db, dst);
+    crate::modified::key(ctx.server, db, dst);
     ctx.out.int(count as i64);
 }
 

@@ -5,7 +5,8 @@ use std::sync::OnceLock;
 
 use super::{
     bits, client, connection, debug, dump, expire, functions, geo, hashes, hyperloglog, info, introspection, keys,
-    latency, lists, pubsub, scripting, server_admin, sets, slowlog, sort, streams, strings, transactions, zsets, Handler,
+    latency, lists, pubsub, scripting, server_admin, sets, slowlog, sort, streams, strings, transactions, zsets,
+    Handler,
 };
 
 /// Modifies the keyspace: the write-ahead log records every command with this flag.

@@ -9,8 +9,10 @@
 //! - [`pool`]: sampling keys and the pool of the best candidates.
 //!
 //! Used memory is what the counting allocator says ([`crate::used_memory`]),
-//! so it drops as soon as an evicted value is freed. With `maxmemory 0` (the
-//! default) the only cost is one relaxed load per `denyoom` command.
+//! so it drops as soon as an evicted value is freed. As in Redis, every
+//! command first evicts if memory is above the limit (so reads make room
+//! too); only `denyoom` commands are refused when eviction cannot. With
+//! `maxmemory 0` (the default) the only cost is one relaxed load per command.
 
 pub mod policy;
 pub mod pool;
@@ -54,7 +56,7 @@ pub fn denyoom(index: usize) -> bool {
 /// Whether used memory is above a non-zero `maxmemory`.
 pub fn over_limit(server: &Server) -> bool {
     let max = server.runtime.maxmemory.load(Ordering::Relaxed);
-    max != 0 && counted_memory(server) > max
+    max != 0 && used_memory() > max && counted_memory(server) > max
 }
 
 /// Used memory as `maxmemory` counts it: without the write-ahead log's
@@ -69,8 +71,10 @@ pub fn counted_memory(server: &Server) -> u64 {
 /// memory is still above it (a `denyoom` command must then be refused).
 pub fn make_room(server: &Server, now_ms: u64) -> bool {
     let max = server.runtime.maxmemory.load(Ordering::Relaxed);
+    // All used memory is an upper bound of the counted part, and cheaper
+    // to read (no lock on the log's buffers): the common case stops there.
     // Nothing is evicted during CLIENT PAUSE (its writes wait anyway).
-    if max == 0 || counted_memory(server) <= max || server.pause.is_paused() {
+    if max == 0 || used_memory() <= max || counted_memory(server) <= max || server.pause.is_paused() {
         return false;
     }
     let policy = server.runtime.policy();
@@ -130,7 +134,8 @@ fn remove_victim(server: &Server, victim: &pool::Candidate, policy: Policy, now_
     table.remove(&victim.key);
     table.emit(events::EVICTED, "evicted", &victim.key);
     drop(shard);
-    server.watches.touch(victim.db, &victim.key);
+    // WATCHes dirtied, tracking clients told.
+    crate::modified::evicted(server, victim.db, &victim.key);
     server.evicted_keys.fetch_add(1, Ordering::Relaxed);
     if let Some(wal) = server.persistence.wal() {
         let _ = wal.append_command(now_ms, victim.db as u32, &[b"DEL", &victim.key]);

@@ -48,6 +48,7 @@ pub async fn serve(
         return;
     };
     client.set_protocol(ProtocolVersion::Resp3);
+    client.handle.accepts_pushes.store(false, std::sync::atomic::Ordering::Relaxed);
     if let Err(e) = connection_loop(&server, &mut stream, &mut client, &stats).await {
         tracing::debug!(client = client.id(), error = %e, "native connection closed with an error");
     }
@@ -78,8 +79,10 @@ async fn connection_loop(
     let mut output: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut session = Session::default();
     let handle = client.handle.clone();
-    let killed = handle.killed();
-    tokio::pin!(killed);
+    // Fires on a kill (nothing is pushed to native connections: they do
+    // not accept pushes, see `ClientHandle::accepts_pushes`).
+    let signal = handle.signalled();
+    tokio::pin!(signal);
     // Frames left unexecuted after a pass (script pending, or offloaded) run before reading more.
     let mut resume = Resume::Read;
     loop {
@@ -89,7 +92,13 @@ async fn connection_loop(
         if resume == Resume::Read {
             let read = tokio::select! {
                 biased;
-                _ = &mut killed => return Ok(()),
+                _ = &mut signal => {
+                    if handle.is_killed() {
+                        return Ok(());
+                    }
+                    signal.set(handle.signalled());
+                    continue;
+                }
                 read = read_with_timeout(server, stream, &mut input, true) => read?,
             };
             if read == 0 {

@@ -109,6 +109,11 @@ pub fn execute(
     client.origin = crate::client::Origin::Script;
     client.db = caller.db;
     client.block = BlockState::Denied;
+    // A tracking caller's script tracks its declared keys once it reads.
+    if let Some(tracker) = server.tracking.tracker(caller.handle.id) {
+        client.tracking = Some(tracker);
+        client.script_keys = request.keys.clone();
+    }
     let wal = server.persistence.wal();
     if wal.is_some() {
         client.txn_log = Some(Vec::new());

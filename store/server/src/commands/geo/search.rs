@@ -378,7 +378,7 @@ fn run(ctx: &mut Ctx<'_>, args: &[&[u8]], form: Form, read_only: bool) -> CmdRes
             }
             if !form.is_search() {
                 // The destination is not at a declared key position: touch its WATCHers here.
-                ctx.server.watches.touch(db, dst);
+                crate::modified::key(ctx.server, db, dst);
             }
             ctx.out.int(stored as i64);
         }

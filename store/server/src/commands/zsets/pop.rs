@@ -103,7 +103,7 @@ fn blocking_pop(
     };
     drop(guard);
     // BZMPOP declares no key positions, and a served waiter bypasses the dispatcher.
-    server.watches.touch(db, key);
+    crate::modified::key(server, db, key);
     write_pop_reply(ctx, popped, false, reply);
     Ok(())
 }
@@ -145,7 +145,7 @@ fn pop_generic(ctx: &mut Ctx<'_>, keys: &[&[u8]], max: bool, count: Option<i64>,
     if reply.emit_key {
         // ZMPOP declares no key positions, so the dispatcher cannot touch WATCHers for it.
         if let Some((key, _)) = &popped {
-            ctx.server.watches.touch(db, key);
+            crate::modified::key(ctx.server, db, key);
         }
     }
     write_pop_reply(ctx, popped, count.is_some(), reply);

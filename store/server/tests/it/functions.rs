@@ -4,11 +4,9 @@
 
 #![allow(clippy::expect_used)]
 
-mod common;
-
 use std::time::Duration;
 
-use common::{bulk, int, simple, Client, TestServer};
+use crate::common::{bulk, int, simple, Client, TestServer};
 use redis_protocol::resp3::types::OwnedFrame;
 
 fn error_text(frame: &OwnedFrame) -> String {

@@ -2,9 +2,7 @@
 //! histograms), INFO latencystats and commandstats per subcommand, and
 //! COMMAND GETKEYS / GETKEYSANDFLAGS, with Redis 7.0's replies.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use redis_protocol::resp3::types::OwnedFrame;
 
 fn items(frame: OwnedFrame) -> Vec<OwnedFrame> {
