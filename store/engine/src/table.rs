@@ -116,8 +116,11 @@ impl Table {
     pub fn insert(&mut self, key: &[u8], value: impl NewValue, expire_at_ms: u64, now_ms: u64) -> bool {
         let hash = self.hash(key);
         let hasher = &self.hasher;
-        let replaced = match self.map.entry(hash, |(k, _)| k.as_bytes() == key, |(k, _)| hasher.hash_one(k.as_bytes()))
-        {
+        let replaced = match self.map.entry(
+            hash,
+            |(k, _)| k.as_bytes() == key,
+            |(k, _)| hasher.hash_one(KeyBytes(k.as_bytes())),
+        ) {
             Slot::Occupied(mut slot) => {
                 let entry = &mut slot.get_mut().1;
                 let live = !entry.is_expired(now_ms);
@@ -268,7 +271,19 @@ impl Table {
 
     #[inline]
     fn hash(&self, key: &[u8]) -> u64 {
-        self.hasher.hash_one(key)
+        self.hasher.hash_one(KeyBytes(key))
+    }
+}
+
+/// A key's bytes as the table hashes them: the bytes alone, without the
+/// length prefix `[u8]`'s `Hash` adds (the table's only hash, so nothing
+/// else has to agree with it).
+struct KeyBytes<'a>(&'a [u8]);
+
+impl std::hash::Hash for KeyBytes<'_> {
+    #[inline]
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write(self.0);
     }
 }
 
