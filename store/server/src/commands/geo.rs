@@ -46,25 +46,6 @@ pub static COMMANDS: &[CommandSpec] = &[
     c("georadiusbymember_ro", -5, R, K1, search::georadiusbymember_ro),
 ];
 
-/// The key positions COMMAND GETKEYS reports for GEORADIUS and
-/// GEORADIUSBYMEMBER (`georadiusGetKeys`): the source, and the last
-/// STORE/STOREDIST key if any. `None` for the other commands.
-pub fn movable_key_positions(name: &str, args: &[&[u8]]) -> Option<Vec<usize>> {
-    if name != "georadius" && name != "georadiusbymember" {
-        return None;
-    }
-    let mut stored_key = None;
-    let mut i = 5;
-    while i < args.len() {
-        if (is(args[i], "store") || is(args[i], "storedist")) && i + 1 < args.len() {
-            stored_key = Some(i + 1);
-            i += 1;
-        }
-        i += 1;
-    }
-    Some(std::iter::once(1).chain(stored_key).collect())
-}
-
 /// A double argument as Redis reads one (`getDoubleFromObject`: hexadecimal
 /// accepted, overflow refused); `message` replaces "value is not a valid float".
 fn double_arg(arg: &[u8], message: Option<&'static str>) -> Result<f64, CmdError> {
@@ -139,13 +120,5 @@ mod tests {
         assert_eq!(long_lat(b"x", b"1"), Err(CmdError::NotFloat));
         assert_eq!(long_lat(b"1e400", b"1"), Err(CmdError::NotFloat));
         assert_eq!(long_lat(b"0x10", b"-0x1p3"), Ok([16.0, -8.0]));
-    }
-
-    #[test]
-    fn getkeys_of_the_radius_commands() {
-        let args: [&[u8]; 10] = [b"georadius", b"k", b"0", b"0", b"1", b"m", b"STORE", b"a", b"storedist", b"b"];
-        assert_eq!(movable_key_positions("georadius", &args), Some(vec![1, 9]));
-        assert_eq!(movable_key_positions("georadius", &args[..6]), Some(vec![1]));
-        assert_eq!(movable_key_positions("geosearch", &args), None);
     }
 }

@@ -350,6 +350,16 @@ mod tests {
         assert_eq!(positions(&["xread", "count", "1", "streams", "s1", "s2", "0", "0"]), Ok(vec![4, 5]));
         assert_eq!(positions(&["xreadgroup", "group", "g", "c", "streams", "s1", "0"]), Ok(vec![5]));
         assert_eq!(positions(&["sort", "a", "by", "w", "store", "d"]), Ok(vec![1, 5]));
+        // SORT (Redis's `sortGetKeys`): the last STORE wins; LIMIT, GET and BY skip their arguments.
+        assert_eq!(positions(&["sort", "abc", "store", "x", "STORE", "y", "store", "def"]), Ok(vec![1, 7]));
+        assert_eq!(positions(&["sort", "abc", "limit", "store", "x", "store"]), Ok(vec![1]));
+        assert_eq!(positions(&["sort", "abc", "get", "store", "by", "x"]), Ok(vec![1]));
+        assert_eq!(positions(&["sort", "abc", "store", "store"]), Ok(vec![1, 3]));
+        // Redis 7.0.15 reports both STORE and STOREDIST keys here.
+        assert_eq!(
+            positions(&["georadius", "k", "0", "0", "1", "m", "STORE", "a", "storedist", "b"]),
+            Ok(vec![1, 7, 9])
+        );
         assert_eq!(positions(&["georadius", "g", "0", "0", "1", "km", "store", "d"]), Ok(vec![1, 7]));
         let migrate: Vec<&[u8]> = vec![b"migrate", b"h", b"1", b"", b"0", b"5", b"auth", b"p", b"keys", b"a", b"b"];
         assert_eq!(migrate_keys(&migrate).iter().map(|k| k.pos).collect::<Vec<_>>(), vec![9, 10]);

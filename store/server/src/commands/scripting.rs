@@ -31,12 +31,6 @@ pub fn evalsha_ro(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     eval_generic(ctx, args, true, true)
 }
 
-/// The key positions of an EVAL-family call (COMMAND GETKEYS): `numkeys` after the script.
-pub fn key_positions(args: &[&[u8]]) -> Result<Vec<usize>, CmdError> {
-    let numkeys = numkeys(args)?;
-    Ok((3..3 + numkeys).collect())
-}
-
 pub(crate) fn numkeys(args: &[&[u8]]) -> Result<usize, CmdError> {
     let numkeys = int_arg(args[2])?;
     if numkeys > (args.len() - 3) as i64 {

@@ -64,27 +64,6 @@ fn parse<'a>(args: &[&'a [u8]], read_only: bool) -> Result<Options<'a>, CmdError
     Ok(o)
 }
 
-/// SORT's key positions (COMMAND GETKEYS), as Redis's `sortGetKeys` finds
-/// them: the sorted key, then the argument after the last STORE. LIMIT, GET
-/// and BY skip their arguments; any other word is taken as a flag.
-pub fn key_positions(args: &[&[u8]]) -> Vec<usize> {
-    let mut store = None;
-    let mut i = 2;
-    while i < args.len() {
-        let a = args[i];
-        if is(a, "limit") {
-            i += 2;
-        } else if is(a, "get") || is(a, "by") {
-            i += 1;
-        } else if is(a, "store") && i + 1 < args.len() {
-            // Not skipped: as SORT does, a later STORE wins.
-            store = Some(i + 1);
-        }
-        i += 1;
-    }
-    std::iter::once(1).chain(store).collect()
-}
-
 pub fn sort(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     sort_generic(ctx, args, false)
 }
@@ -288,17 +267,6 @@ mod tests {
         assert_eq!(window(Some((5, 2)), 3), (1, 0));
         assert_eq!(window(Some((0, 0)), 3), (1, 0));
         assert_eq!(window(None, 0), (1, 0));
-    }
-
-    #[test]
-    fn key_positions_take_the_last_store() {
-        let positions = |args: &[&str]| key_positions(&args.iter().map(|a| a.as_bytes()).collect::<Vec<_>>());
-        assert_eq!(positions(&["sort", "abc"]), vec![1]);
-        assert_eq!(positions(&["sort", "abc", "store", "def"]), vec![1, 3]);
-        assert_eq!(positions(&["sort", "abc", "store", "x", "STORE", "y", "store", "def"]), vec![1, 7]);
-        assert_eq!(positions(&["sort", "abc", "limit", "store", "x", "store"]), vec![1]);
-        assert_eq!(positions(&["sort", "abc", "get", "store", "by", "x"]), vec![1]);
-        assert_eq!(positions(&["sort", "abc", "store", "store"]), vec![1, 3]);
     }
 
     #[test]

@@ -198,6 +198,20 @@ fn families() -> [&'static [CommandSpec]; 13] {
 }
 
 /// Every command; the position identifies a command in statistics.
+/// For every command of [`all`], whether Redis's own command table
+/// (`redis_meta.json`) gives it `flag` (`denyoom`, `noscript`, ...).
+pub fn redis_flagged(flag: &str) -> Vec<bool> {
+    let meta: serde_json::Value = serde_json::from_str(include_str!("redis_meta.json")).unwrap_or_default();
+    all()
+        .iter()
+        .map(|spec| {
+            let flags = &meta[spec.name][0][2];
+            let list = flags.get("~+").or_else(|| flags.get("~")).and_then(|f| f.as_array());
+            list.is_some_and(|l| l.iter().any(|v| v.as_str() == Some(flag)))
+        })
+        .collect()
+}
+
 pub fn all() -> &'static [&'static CommandSpec] {
     static ALL: OnceLock<Vec<&'static CommandSpec>> = OnceLock::new();
     ALL.get_or_init(|| families().iter().flat_map(|f| f.iter()).collect())

@@ -35,22 +35,7 @@ pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 /// own command table, `redis_meta.json`).
 pub fn denyoom(index: usize) -> bool {
     static FLAGS: OnceLock<Vec<bool>> = OnceLock::new();
-    FLAGS
-        .get_or_init(|| {
-            let meta: serde_json::Value =
-                serde_json::from_str(include_str!("../commands/redis_meta.json")).unwrap_or_default();
-            table::all()
-                .iter()
-                .map(|spec| {
-                    let flags = &meta[spec.name][0][2];
-                    let list = flags.get("~+").or_else(|| flags.get("~")).and_then(|f| f.as_array());
-                    list.is_some_and(|l| l.iter().any(|v| v.as_str() == Some("denyoom")))
-                })
-                .collect()
-        })
-        .get(index)
-        .copied()
-        .unwrap_or(false)
+    FLAGS.get_or_init(|| table::redis_flagged("denyoom")).get(index).copied().unwrap_or(false)
 }
 
 /// Whether used memory is above a non-zero `maxmemory`.

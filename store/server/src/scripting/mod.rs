@@ -95,17 +95,9 @@ pub fn not_allowed_from_scripts(index: usize) -> bool {
     static FLAGS: OnceLock<Vec<bool>> = OnceLock::new();
     FLAGS
         .get_or_init(|| {
-            let meta: serde_json::Value =
-                serde_json::from_str(include_str!("../commands/redis_meta.json")).unwrap_or_default();
-            table::all()
-                .iter()
-                .map(|spec| {
-                    let flags = &meta[spec.name][0][2];
-                    let list = flags.get("~+").or_else(|| flags.get("~")).and_then(|f| f.as_array());
-                    let noscript = list.is_some_and(|l| l.iter().any(|v| v.as_str() == Some("noscript")));
-                    noscript || matches!(spec.name, "script" | "function")
-                })
-                .collect()
+            let noscript = table::redis_flagged("noscript");
+            let names = table::all().iter().map(|spec| matches!(spec.name, "script" | "function"));
+            noscript.iter().zip(names).map(|(&flagged, named)| flagged || named).collect()
         })
         .get(index)
         .copied()

@@ -55,7 +55,7 @@ impl Node {
         // act as their non-blocking forms (as inside MULTI).
         client.block = cairn_server::blocking::BlockState::Denied;
         let observer = Client::new(Arc::new(ClientHandle::new(2, addr, addr, -1, 0, 0)), false);
-        Node { server, client, observer, stats: WorkerStats::new(table::count()) }
+        Node { server, client, observer, stats: WorkerStats::new(table::stat_count()) }
     }
 
     fn run(&mut self, args: &[&[u8]]) -> Vec<u8> {

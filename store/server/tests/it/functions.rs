@@ -6,19 +6,8 @@
 
 use std::time::Duration;
 
-use crate::common::{bulk, int, simple, Client, TestServer};
+use crate::common::{array, bulk, error_text, int, simple, Client, TestServer};
 use redis_protocol::resp3::types::OwnedFrame;
-
-fn error_text(frame: &OwnedFrame) -> String {
-    match frame {
-        OwnedFrame::SimpleError { data, .. } => data.clone(),
-        other => panic!("expected an error, got {other:?}"),
-    }
-}
-
-fn array(items: Vec<OwnedFrame>) -> OwnedFrame {
-    OwnedFrame::Array { data: items, attributes: None }
-}
 
 /// A library `lib` with one function `name` whose body is `body`.
 fn library(lib: &str, name: &str, body: &str) -> String {

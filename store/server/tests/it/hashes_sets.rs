@@ -6,10 +6,6 @@ use std::collections::BTreeSet;
 use crate::common::*;
 use redis_protocol::resp3::types::OwnedFrame;
 
-fn array(items: Vec<OwnedFrame>) -> OwnedFrame {
-    OwnedFrame::Array { data: items, attributes: None }
-}
-
 fn bulks(items: &[&str]) -> OwnedFrame {
     array(items.iter().map(|s| bulk(s)).collect())
 }

@@ -25,13 +25,6 @@ fn raw_cmd(c: &mut Client, args: &[&[u8]]) -> OwnedFrame {
     c.read()
 }
 
-fn error_text(frame: &OwnedFrame) -> String {
-    match frame {
-        OwnedFrame::SimpleError { data, .. } => data.clone(),
-        other => panic!("not an error: {other:?}"),
-    }
-}
-
 fn number(frame: &OwnedFrame) -> i64 {
     match frame {
         OwnedFrame::Number { data, .. } => *data,

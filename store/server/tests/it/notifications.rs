@@ -8,10 +8,6 @@ use std::time::Duration;
 use crate::common::*;
 use redis_protocol::resp3::types::OwnedFrame;
 
-fn array(items: Vec<OwnedFrame>) -> OwnedFrame {
-    OwnedFrame::Array { data: items, attributes: None }
-}
-
 fn pmessage(pattern: &str, channel: &str, payload: &str) -> OwnedFrame {
     array(vec![bulk("pmessage"), bulk(pattern), bulk(channel), bulk(payload)])
 }

@@ -6,10 +6,6 @@ use std::time::{Duration, Instant};
 use crate::common::*;
 use redis_protocol::resp3::types::OwnedFrame;
 
-fn array(items: Vec<OwnedFrame>) -> OwnedFrame {
-    OwnedFrame::Array { data: items, attributes: None }
-}
-
 fn push(items: Vec<OwnedFrame>) -> OwnedFrame {
     OwnedFrame::Push { data: items, attributes: None }
 }

@@ -5,19 +5,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::{bulk, int, simple, Client, TestServer};
+use crate::common::{array, bulk, error_text, int, simple, Client, TestServer};
 use redis_protocol::resp3::types::OwnedFrame;
-
-fn error_text(frame: &OwnedFrame) -> String {
-    match frame {
-        OwnedFrame::SimpleError { data, .. } => data.clone(),
-        other => panic!("expected an error, got {other:?}"),
-    }
-}
-
-fn array(items: Vec<OwnedFrame>) -> OwnedFrame {
-    OwnedFrame::Array { data: items, attributes: None }
-}
 
 #[test]
 fn lua_to_reply_conversions() {

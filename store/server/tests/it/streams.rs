@@ -4,10 +4,6 @@
 use crate::common::*;
 use redis_protocol::resp3::types::OwnedFrame;
 
-fn array(items: Vec<OwnedFrame>) -> OwnedFrame {
-    OwnedFrame::Array { data: items, attributes: None }
-}
-
 /// `[id, [field, value, ...]]`.
 fn entry(id: &str, fields: &[&str]) -> OwnedFrame {
     array(vec![bulk(id), array(fields.iter().map(|f| bulk(f)).collect())])

@@ -179,6 +179,19 @@ pub fn int(n: i64) -> OwnedFrame {
     OwnedFrame::Number { data: n, attributes: None }
 }
 
+/// An array reply of `items`.
+pub fn array(items: Vec<OwnedFrame>) -> OwnedFrame {
+    OwnedFrame::Array { data: items, attributes: None }
+}
+
+/// The text of an error reply (panics on any other reply).
+pub fn error_text(frame: &OwnedFrame) -> String {
+    match frame {
+        OwnedFrame::SimpleError { data, .. } => data.clone(),
+        other => panic!("expected an error, got {other:?}"),
+    }
+}
+
 pub fn err(s: &str) -> OwnedFrame {
     OwnedFrame::SimpleError { data: s.to_string(), attributes: None }
 }
