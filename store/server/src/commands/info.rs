@@ -130,11 +130,6 @@ fn clients_section(server: &Server, out: &mut String) -> &'static str {
     "Clients"
 }
 
-/// Resident set size in bytes, from /proc.
-pub fn rss_bytes() -> u64 {
-    crate::used_memory::rss_bytes()
-}
-
 /// The highest used memory INFO has seen (`used_memory_peak`).
 static PEAK: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
@@ -153,7 +148,7 @@ pub fn human_bytes(n: u64) -> String {
 }
 
 fn memory_section(server: &Server, t: &Totals, out: &mut String) -> &'static str {
-    let rss = rss_bytes();
+    let rss = crate::used_memory::rss_bytes();
     // Allocated bytes where the counting allocator is installed (the
     // binary), else the resident set size (see `used_memory`).
     let used = crate::used_memory::used_memory();

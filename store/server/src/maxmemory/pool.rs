@@ -127,9 +127,9 @@ fn sample_table(table: &Table, db: usize, how: &Sampling, pool: &mut Pool, rng: 
         if how.policy.volatile_only() && entry.expire_at().is_none() {
             return;
         }
-        let score = score(how.rank, entry, how.now_ms, how.decay_minutes);
         // Random: a random score makes the pool a random pick.
-        let score = if how.rank == Rank::Random { rng.gen() } else { score };
+        let score =
+            if how.rank == Rank::Random { rng.gen() } else { score(how.rank, entry, how.now_ms, how.decay_minutes) };
         pool.offer(Candidate { score, db, key: key.as_bytes().to_vec() });
         offered += 1;
     });
