@@ -36,6 +36,10 @@ pub enum Kind {
     KeyspaceEvents,
     /// `latency-tracking-info-percentiles`: numbers in 0..=100, space separated.
     Percentiles,
+    /// `save`: pairs of seconds and changes (`persistence::save_points`).
+    SavePoints,
+    /// A byte size, or a percentage of `maxmemory` such as `5%`.
+    MemoryOrPercent,
 }
 
 /// One parameter.
@@ -66,11 +70,11 @@ const INT_MAX: i64 = i32::MAX as i64;
 
 /// Every parameter the server knows.
 pub const PARAMS: &[Param] = &[
-    p("save", Kind::Fixed, "", true),
+    p("save", Kind::SavePoints, "", true),
     p("appendonly", Kind::Fixed, "no", true),
     p("appendfsync", Kind::Fixed, "everysec", true),
     p("appendfilename", Kind::Str, "appendonly.aof", false),
-    p("durability", Kind::Fixed, "async", false),
+    p("durability", Kind::Fixed, "async", true),
     p("dbfilename", Kind::Str, "dump.rdb", true),
     p("databases", Kind::Int { min: 1, max: 10_000 }, "16", false),
     p("maxclients", Kind::Int { min: 1, max: INT_MAX }, "10000", true),
@@ -79,8 +83,10 @@ pub const PARAMS: &[Param] = &[
     p("maxmemory-samples", Kind::Int { min: 1, max: 64 }, "5", true),
     p("timeout", Kind::Int { min: 0, max: INT_MAX }, "0", true),
     p("requirepass", Kind::Str, "", true),
-    p("port", Kind::Int { min: 0, max: 65535 }, "6379", false),
-    p("bind", Kind::Str, "127.0.0.1", false),
+    // Mutable in Redis 7; Cairn accepts only the current value (its
+    // listeners are bound at start).
+    p("port", Kind::Fixed, "6379", true),
+    p("bind", Kind::Fixed, "127.0.0.1", true),
     p("dir", Kind::Str, "./data", false),
     p("proto-max-bulk-len", Kind::Memory { min: 1024 * 1024 }, "536870912", true),
     p("client-query-buffer-limit", Kind::Memory { min: 1024 * 1024 }, "1073741824", true),
@@ -106,6 +112,13 @@ pub const PARAMS: &[Param] = &[
     p("repl-ping-replica-period", Kind::Int { min: 1, max: INT_MAX }, "10", true),
     p("rdb-key-save-delay", Kind::Int { min: i32::MIN as i64, max: INT_MAX }, "0", true),
     p("tcp-keepalive", Kind::Int { min: 0, max: INT_MAX }, "300", true),
+    p("repl-backlog-size", Kind::Memory { min: 1 }, "1048576", true),
+    p("replicaof", Kind::Fixed, "", false),
+    p("daemonize", Kind::Bool, "no", false),
+    // Hidden (see `HIDDEN`): a delay per key while loading, for tests.
+    p("key-load-delay", Kind::Int { min: i32::MIN as i64, max: INT_MAX }, "0", true),
+    // Clients are not evicted by memory (yet): stored and reported only.
+    p("maxmemory-clients", Kind::MemoryOrPercent, "0", true),
     // Cairn's log holds records, never an RDB image; snapshots are separate files.
     p("aof-use-rdb-preamble", Kind::Bool, "yes", true),
     p("protected-mode", Kind::Bool, "no", true),
@@ -130,7 +143,20 @@ const ALIASES: &[(&str, &str)] = &[
     ("zset-max-ziplist-entries", "zset-max-listpack-entries"),
     ("zset-max-ziplist-value", "zset-max-listpack-value"),
     ("list-max-ziplist-size", "list-max-listpack-size"),
+    ("slaveof", "replicaof"),
 ];
+
+/// Parameters CONFIG GET returns only when asked for by their exact name,
+/// never for a pattern (Redis's `HIDDEN_CONFIG`).
+const HIDDEN: &[&str] = &["key-load-delay"];
+
+/// Whether `pattern` selects parameter `name` in CONFIG GET.
+fn selects(pattern: &[u8], name: &str) -> bool {
+    if HIDDEN.contains(&name) {
+        return pattern.eq_ignore_ascii_case(name.as_bytes());
+    }
+    cairn_engine::glob::matches(pattern, name.as_bytes(), true)
+}
 
 /// Finds a parameter by name or alias (case-insensitive).
 pub fn find(name: &str) -> Option<&'static Param> {
@@ -176,6 +202,19 @@ pub fn check_value(param: &Param, value: &str, current: &str) -> Result<String, 
         },
         Kind::Percentiles => crate::latency_stats::parse_percentiles(value)
             .map(|p| crate::latency_stats::format_percentiles(&p))
+            .map_err(str::to_string),
+        Kind::MemoryOrPercent => match value.strip_suffix('%') {
+            Some(percent) => match percent.parse::<u64>() {
+                Ok(n) if n <= 100 => Ok(format!("{n}%")),
+                Ok(_) => Err("percentage argument must be less or equal to 100".into()),
+                Err(_) => Err("argument must be a memory or percent value".into()),
+            },
+            None => parse_memory(value)
+                .map(|n| n.to_string())
+                .ok_or_else(|| "argument must be a memory or percent value".into()),
+        },
+        Kind::SavePoints => crate::persistence::save_points::parse(value)
+            .map(|points| crate::persistence::save_points::format(&points))
             .map_err(str::to_string),
         Kind::Fixed if value == current => Ok(value.to_string()),
         Kind::Fixed => Err(format!("Cairn does not support changing '{}' yet (it is '{current}')", param.name)),
@@ -332,11 +371,8 @@ impl RuntimeConfig {
     /// All `(name, value)` pairs whose name matches the glob `pattern`.
     pub fn matching(&self, pattern: &[u8]) -> Vec<(&'static str, String)> {
         let values = self.values.read();
-        let mut out: Vec<_> = values
-            .iter()
-            .filter(|(name, _)| cairn_engine::glob::matches(pattern, name.as_bytes(), true))
-            .map(|(n, v)| (*n, v.clone()))
-            .collect();
+        let mut out: Vec<_> =
+            values.iter().filter(|(name, _)| selects(pattern, name)).map(|(n, v)| (*n, v.clone())).collect();
         for (alias, canonical) in ALIASES {
             if cairn_engine::glob::matches(pattern, alias.as_bytes(), true) {
                 if let Some(v) = values.get(canonical) {
@@ -413,7 +449,11 @@ mod tests {
         assert!(check_value(maxclients, "0", "1").is_err());
         let save = find("save").unwrap();
         assert!(check_value(save, "", "").is_ok());
-        assert!(check_value(save, "900 1", "").is_err());
+        assert_eq!(check_value(save, "900  1", ""), Ok("900 1".into()));
+        assert!(check_value(save, "900", "").is_err());
+        let port = find("port").unwrap();
+        assert!(check_value(port, "6379", "6379").is_ok());
+        assert!(check_value(port, "6380", "6379").is_err());
         assert_eq!(find("lua-time-limit").map(|p| p.name), Some("busy-reply-threshold"));
     }
 }

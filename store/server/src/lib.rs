@@ -208,6 +208,9 @@ pub fn start(mut config: Config, shutdown: Shutdown) -> Result<RunningServer, St
         }
     };
     server.persistence.loading.store(false, std::sync::atomic::Ordering::Release);
+    // What recovery replayed is on disk already (Redis starts at 0 changes).
+    let snap = &server.persistence.snapshot;
+    snap.changes.saved(snap.changes.total());
     server.health.set_recovering(false);
     tracing::info!(
         snapshot_lsn = recovered.snapshot_lsn,

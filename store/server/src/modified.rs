@@ -26,5 +26,6 @@ pub fn evicted(server: &Server, db: usize, key: &[u8]) {
 /// A database (or all) was flushed or swapped: tracking clients drop every
 /// cached key (WATCHers are handled by the flush, which knows which exist).
 pub fn everything(server: &Server) {
+    server.persistence.snapshot.changes.add(1);
     server.tracking.invalidate_all();
 }

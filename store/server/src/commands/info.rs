@@ -207,8 +207,7 @@ fn persistence_section(server: &Server, out: &mut String) -> &'static str {
     field!(out, "loading", u8::from(p.is_loading()));
     field!(out, "async_loading", 0);
     field!(out, "current_cow_peak", 0);
-    let changes = wal.map_or(0, |w| w.last_lsn().saturating_sub(snap.last_lsn.load(Ordering::Relaxed)));
-    field!(out, "rdb_changes_since_last_save", changes);
+    field!(out, "rdb_changes_since_last_save", snap.changes.since_last_save());
     field!(out, "rdb_bgsave_in_progress", u8::from(snap.in_progress.load(Ordering::Relaxed)));
     field!(out, "rdb_last_save_time", server.last_save_secs.load(Ordering::Relaxed));
     field!(out, "rdb_last_bgsave_status", ok(snap.last_ok.load(Ordering::Relaxed)));

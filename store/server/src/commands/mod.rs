@@ -181,11 +181,13 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
         Ok(())
             if spec.flags & table::WRITE != 0
                 && !noop
-                && (tracking || ctx.server.watches.is_active())
                 && !matches!(ctx.client.block, crate::blocking::BlockState::Blocked(_)) =>
         {
             // A command that blocked changed nothing yet (its re-run signals).
-            touch_keys(ctx, spec, args)
+            count_changes(ctx, spec, args);
+            if tracking || ctx.server.watches.is_active() {
+                touch_keys(ctx, spec, args)
+            }
         }
         Ok(()) => {}
     }
@@ -242,6 +244,14 @@ fn abort_multi(ctx: &mut Ctx<'_>) {
     if let Some(multi) = ctx.client.multi.as_mut() {
         multi.aborted = true;
     }
+}
+
+/// Counts the keys a write command named as changes, for save points and
+/// INFO `rdb_changes_since_last_save` (as Redis's `dirty`: MSET of three
+/// keys counts three; a write without keys counts one).
+fn count_changes(ctx: &Ctx<'_>, spec: &table::CommandSpec, args: &[&[u8]]) {
+    let keys = spec.key_count(args.len()).max(1);
+    ctx.server.persistence.snapshot.changes.add(keys as u64);
 }
 
 /// Signals the keys a write command named as modified (WATCHers, tracking clients).

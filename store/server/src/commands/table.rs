@@ -65,6 +65,20 @@ impl CommandSpec {
     }
 
     /// Positions of the key arguments in `argc` arguments (COMMAND GETKEYS).
+    /// How many keys [`CommandSpec::key_positions`] names, without building
+    /// the list.
+    pub fn key_count(&self, argc: usize) -> usize {
+        if self.first_key <= 0 {
+            return 0;
+        }
+        let last = if self.last_key < 0 { argc as i32 + self.last_key } else { self.last_key };
+        let last = last.min(argc as i32 - 1);
+        if last < self.first_key {
+            return 0;
+        }
+        ((last - self.first_key) / self.step.max(1) + 1) as usize
+    }
+
     pub fn key_positions(&self, argc: usize) -> Vec<usize> {
         if self.first_key <= 0 {
             return Vec::new();
@@ -395,6 +409,17 @@ pub fn lookup_hinted(name: &[u8], hint: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn key_count_agrees_with_key_positions() {
+        let specs = [NONE, K1, K12, KALL, KPAIRS, (2, -2, 1), (1, -1, 3), (3, 3, 1)];
+        for keys in specs {
+            let spec = c("x", -1, W, keys, |_, _| Ok(()));
+            for argc in 0..12 {
+                assert_eq!(spec.key_count(argc), spec.key_positions(argc).len(), "{keys:?} argc {argc}");
+            }
+        }
+    }
 
     #[test]
     fn a_hint_is_only_taken_when_it_names_the_command() {

@@ -21,6 +21,7 @@ pub mod lock;
 pub mod logging;
 pub mod recover;
 pub mod replay;
+pub mod save_points;
 pub mod skip_fsync;
 pub mod snapshot;
 pub mod waitaof;
@@ -58,6 +59,8 @@ pub struct SnapshotStatus {
     pub wal_bytes_at_last: AtomicU64,
     /// Unix ms of the last successful snapshot.
     pub last_success_ms: AtomicU64,
+    /// Keys changed, for save points and INFO `rdb_changes_since_last_save`.
+    pub changes: save_points::Changes,
 }
 
 /// Durability state shared by all workers.

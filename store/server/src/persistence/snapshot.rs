@@ -31,12 +31,14 @@ pub struct Taken {
 /// Takes a snapshot now, on this thread.
 pub fn take(p: &Persistence, keyspace: &Keyspace) -> Result<Taken, String> {
     let _one = p.snapshot_lock.lock();
+    let changes = p.snapshot.changes.total();
     p.snapshot.in_progress.store(true, Ordering::Release);
     let result = write(p, keyspace);
     p.snapshot.in_progress.store(false, Ordering::Release);
     p.snapshot.last_ok.store(result.is_ok(), Ordering::Release);
     match &result {
         Ok(t) => {
+            p.snapshot.changes.saved(changes);
             p.snapshot.last_lsn.store(t.lsn, Ordering::Relaxed);
             p.snapshot.last_bytes.store(t.bytes, Ordering::Relaxed);
             p.snapshot.last_duration_ms.store(t.millis, Ordering::Relaxed);
@@ -203,8 +205,24 @@ pub fn spawn_scheduler(server: std::sync::Arc<Server>) -> std::io::Result<std::t
     })
 }
 
-/// Whether the log grew enough, or enough time passed with changes.
+/// Whether a save point is reached, the log grew enough, or enough time
+/// passed with changes.
 fn due(server: &Server) -> bool {
+    save_point_reached(server) || log_snapshot_due(server)
+}
+
+/// Redis's save points (`save`), in every tier.
+fn save_point_reached(server: &Server) -> bool {
+    let points = server.runtime.get("save").map(|v| super::save_points::parse(&v).unwrap_or_default());
+    let Some(points) = points.filter(|p| !p.is_empty()) else { return false };
+    let p = &server.persistence;
+    let last_save_ms = p.snapshot.last_success_ms.load(Ordering::Relaxed).max(server.started_ms);
+    let secs = cairn_engine::clock::now_ms().saturating_sub(last_save_ms) / 1000;
+    super::save_points::reached(&points, p.snapshot.changes.since_last_save(), secs)
+}
+
+/// Snapshots that keep the log short: by its growth, and by time.
+fn log_snapshot_due(server: &Server) -> bool {
     let p = &server.persistence;
     let Some(wal) = p.wal() else { return false };
     let grown = wal

@@ -14,6 +14,7 @@ mod common;
 
 mod admin;
 mod background_priority;
+mod config;
 mod crash_sim;
 mod dashboards;
 mod dump;

@@ -1,0 +1,82 @@
+//! CONFIG parameters that Redis 7.0 changes at runtime or hides: save
+//! points (which take snapshots), the port and bind (only their current
+//! value), immutable and hidden parameters, and aliases in patterns.
+
+use std::time::{Duration, Instant};
+
+use crate::common::{array, bulk, error_text, simple, TestServer};
+use cairn_engine::durability::Tier;
+use redis_protocol::resp3::types::OwnedFrame;
+
+#[test]
+fn a_reached_save_point_takes_a_snapshot_in_the_none_tier() {
+    let server = TestServer::start_with(|c| c.durability = Tier::None);
+    let mut c = server.client();
+    assert_eq!(c.info_number("persistence", "rdb_changes_since_last_save"), 0);
+    assert_eq!(c.cmd(&["CONFIG", "SET", "save", "1 2"]), simple("OK"));
+    c.cmd(&["SET", "a", "1"]);
+    std::thread::sleep(Duration::from_millis(1300));
+    assert_eq!(c.info_number("persistence", "rdb_saves"), 0, "one change is below the save point");
+    assert_eq!(c.info_number("persistence", "rdb_changes_since_last_save"), 1);
+    c.cmd(&["MSET", "b", "2", "c", "3"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while c.info_number("persistence", "rdb_saves") == 0 {
+        assert!(Instant::now() < deadline, "the save point did not take a snapshot");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(c.info_number("persistence", "rdb_changes_since_last_save"), 0);
+    assert_eq!(c.cmd(&["CONFIG", "SET", "save", ""]), simple("OK"));
+}
+
+#[test]
+fn save_points_are_validated_and_normalized_as_redis_does() {
+    let server = TestServer::start();
+    let mut c = server.client();
+    for bad in ["3600", "3600 x", "0 1", "-5 1"] {
+        assert_eq!(
+            error_text(&c.cmd(&["CONFIG", "SET", "save", bad])),
+            "ERR CONFIG SET failed (possibly related to argument 'save') - Invalid save parameters",
+            "{bad:?}"
+        );
+    }
+    assert_eq!(c.cmd(&["CONFIG", "SET", "save", " 3600  1 300 100 "]), simple("OK"));
+    let got = c.cmd(&["CONFIG", "GET", "save"]);
+    assert_eq!(got, array(vec![bulk("save"), bulk("3600 1 300 100")]));
+}
+
+#[test]
+fn port_and_bind_accept_their_current_value_only() {
+    let server = TestServer::start();
+    let mut c = server.client();
+    let OwnedFrame::Array { data, .. } = c.cmd(&["CONFIG", "GET", "port"]) else { panic!("an array") };
+    let Some(OwnedFrame::BlobString { data: port, .. }) = data.get(1) else { panic!("a bulk string") };
+    let port = String::from_utf8_lossy(port).to_string();
+    assert_eq!(c.cmd(&["CONFIG", "SET", "port", &port, "bind", "127.0.0.1"]), simple("OK"));
+    let refused = error_text(&c.cmd(&["CONFIG", "SET", "port", "1"]));
+    assert!(refused.starts_with("ERR CONFIG SET failed (possibly related to argument 'port') - "), "{refused}");
+}
+
+#[test]
+fn immutable_hidden_and_aliased_parameters_behave_as_in_redis() {
+    let server = TestServer::start();
+    let mut c = server.client();
+    assert_eq!(
+        error_text(&c.cmd(&["CONFIG", "SET", "daemonize", "yes"])),
+        "ERR CONFIG SET failed (possibly related to argument 'daemonize') - can't set immutable config"
+    );
+    let OwnedFrame::Array { data: all, .. } = c.cmd(&["CONFIG", "GET", "*"]) else { panic!("an array") };
+    assert!(all.len() > 100, "{} items", all.len());
+    assert!(!all.contains(&bulk("key-load-delay")), "a pattern does not return a hidden parameter");
+    let hidden = c.cmd(&["CONFIG", "GET", "key-load-delay"]);
+    assert_eq!(array(vec![bulk("key-load-delay"), bulk("0")]), hidden);
+    assert_eq!(
+        c.cmd(&["CONFIG", "GET", "*of"]),
+        array(vec![bulk("replicaof"), bulk(""), bulk("slaveof"), bulk("")]),
+        "a pattern returns a parameter and its alias"
+    );
+    assert_eq!(
+        error_text(&c.cmd(&["CONFIG", "SET", "maxmemory-clients", "200%"])),
+        "ERR CONFIG SET failed (possibly related to argument 'maxmemory-clients') - percentage argument must be less or equal to 100"
+    );
+    assert_eq!(c.cmd(&["CONFIG", "SET", "maxmemory-clients", "5%", "repl-backlog-size", "2mb"]), simple("OK"));
+}
