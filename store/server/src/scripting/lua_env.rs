@@ -1,7 +1,8 @@
 //! The Lua 5.1 interpreter scripts run in: one per thread that runs scripts,
 //! sandboxed as Redis's (no `os`, `io`, `loadfile`, `dofile`, `print`,
 //! `setfenv`, `getfenv`, `newproxy`, `debug`; globals read-only), with the
-//! `redis` library of `prelude.lua` and compiled scripts kept by SHA1.
+//! `redis` library of `prelude.lua`, the `bit`, `cjson`, `cmsgpack` and
+//! `struct` libraries, and compiled scripts kept by SHA1.
 
 use std::cell::RefCell;
 
@@ -88,6 +89,10 @@ impl LuaEnv {
             globals.raw_set(name, mlua::Value::Nil)?;
         }
         super::lua_bit::install(&lua, &globals)?;
+        let maker = std::rc::Rc::new(super::lua_lib::Maker::new(&lua)?);
+        super::lua_cjson::install(&lua, &maker, &globals)?;
+        super::lua_cmsgpack::install(&lua, &maker, &globals)?;
+        super::lua_struct::install(&lua, &maker, &globals)?;
         let imp = lua.create_table()?;
         imp.raw_set(
             "sha1hex",

@@ -13,7 +13,11 @@
 //! - [`offload`]: running a script (or a transaction or native frame that
 //!   calls one) on a blocking thread, the client moved there and back.
 //! - [`lua_env`]: the sandboxed Lua 5.1 interpreter of each thread, with the
-//!   `redis` library of `prelude.lua`; [`lua_bit`]: its `bit` library.
+//!   `redis` library of `prelude.lua`; [`lua_bit`]: its `bit` library;
+//!   [`lua_cjson`] (with [`lua_cjson_decode`]), [`lua_cmsgpack`],
+//!   [`lua_struct`]: the cjson, cmsgpack and struct libraries, whose errors
+//!   are raised as Lua strings ([`lua_lib`]); [`lua_number`]: C's `%.14g`
+//!   and `strtod` as those libraries use them.
 //! - [`convert`]: reply ↔ Lua value conversions.
 //! - [`lua_memory`]: `used_memory_lua`, summed over the interpreters.
 //! - [`run`]: running one script atomically (every shard held), its
@@ -35,8 +39,14 @@ pub mod library;
 pub mod library_dump;
 pub mod library_load;
 pub mod lua_bit;
+pub mod lua_cjson;
+pub mod lua_cjson_decode;
+pub mod lua_cmsgpack;
 pub mod lua_env;
+pub mod lua_lib;
 pub mod lua_memory;
+pub mod lua_number;
+pub mod lua_struct;
 pub mod offload;
 pub mod quiesce;
 pub mod run;

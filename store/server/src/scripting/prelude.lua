@@ -281,7 +281,9 @@ local function readonly_view(t)
   protected[view] = true
   return view
 end
-rawset(_G, 'bit', readonly_view(rawget(_G, 'bit')))
+for _, name in ipairs({'bit', 'cjson', 'cmsgpack', 'struct'}) do
+  rawset(_G, name, readonly_view(rawget(_G, name)))
+end
 protected[rawget(_G, 'redis')] = true
 protected[fenv] = true
 
