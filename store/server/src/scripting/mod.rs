@@ -18,7 +18,8 @@
 //!   [`lua_struct`]: the cjson, cmsgpack and struct libraries, whose errors
 //!   are raised as Lua strings ([`lua_lib`]); [`lua_number`]: C's `%.14g`
 //!   and `strtod` as those libraries use them.
-//! - [`convert`]: reply ↔ Lua value conversions.
+//! - [`convert`]: reply ↔ Lua value conversions; [`call_args`]: `redis.call`
+//!   with thousands of arguments.
 //! - [`lua_memory`]: `used_memory_lua`, summed over the interpreters.
 //! - [`run`]: running one script atomically (every shard held), its
 //!   commands through the dispatcher, its writes logged as one record.
@@ -33,6 +34,7 @@
 
 pub mod busy;
 pub mod cache;
+pub mod call_args;
 pub mod convert;
 pub mod gate;
 pub mod library;

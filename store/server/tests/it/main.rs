@@ -31,6 +31,7 @@ mod pause;
 mod pubsub;
 mod resp;
 mod scripting;
+mod scripting_libs;
 mod scripting_workers;
 mod slowlog;
 mod sort;
