@@ -51,10 +51,9 @@ fn fcall_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], read_only: bool) -> CmdResul
     if read_only && !no_writes {
         return Err(CmdError::Static("ERR Can not execute a script with write flag using *_ro command."));
     }
+    // Redis refuses it before it starts, as a denyoom command (shared.oomerr).
     if flags & (NO_WRITES | ALLOW_OOM) == 0 && out_of_memory(ctx) {
-        return Err(CmdError::Static(
-            "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'",
-        ));
+        return Err(CmdError::Static(crate::maxmemory::OOM));
     }
     let numkeys = numkeys as usize;
     let request = ScriptRequest {
@@ -141,7 +140,7 @@ fn log_change(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Result<(), String> {
 
 /// Memory is above `maxmemory` even after eviction (LOAD and RESTORE are
 /// Redis `denyoom` subcommands, which the dispatcher does not see).
-fn out_of_memory(ctx: &Ctx<'_>) -> bool {
+pub(crate) fn out_of_memory(ctx: &Ctx<'_>) -> bool {
     ctx.client.origin != Origin::Internal
         && ctx.server.runtime.maxmemory.load(std::sync::atomic::Ordering::Relaxed) != 0
         && crate::maxmemory::make_room(ctx.server, ctx.now_ms)

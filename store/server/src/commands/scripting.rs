@@ -52,7 +52,14 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], by_sha: bool, read_only: bool
     }
     let (sha, body) =
         if by_sha { cache.get(args[1]).ok_or(CmdError::Static(NOSCRIPT))? } else { cache.insert(args[1]) };
-    let read_only = read_only || shebang(&body)?.is_some_and(|s| s.no_writes);
+    let flags = shebang(&body)?;
+    // A script with a shebang that may write is refused above maxmemory
+    // before it starts, as Redis treats it as a denyoom command; one
+    // without a shebang runs (its denyoom commands are what fail).
+    if flags.is_some_and(|s| !s.no_writes && !s.allow_oom) && super::functions::out_of_memory(ctx) {
+        return Err(CmdError::Static(crate::maxmemory::OOM));
+    }
+    let read_only = read_only || flags.is_some_and(|s| s.no_writes);
     let request = ScriptRequest {
         sha,
         body,

@@ -1,7 +1,8 @@
 //! The Lua 5.1 interpreter scripts run in: one per thread that runs scripts,
 //! sandboxed as Redis's (no `os`, `io`, `loadfile`, `dofile`, `print`,
 //! `setfenv`, `getfenv`, `newproxy`, `debug`; globals read-only), with the
-//! `redis` library of `prelude.lua` and compiled scripts kept by SHA1.
+//! `redis` library of `prelude.lua`, the `bit`, `cjson`, `cmsgpack` and
+//! `struct` libraries, and compiled scripts kept by SHA1.
 
 use std::cell::RefCell;
 
@@ -41,8 +42,8 @@ thread_local! {
     static ENV: RefCell<Option<LuaEnv>> = const { RefCell::new(None) };
 }
 
-/// Runs `f` with this thread's interpreter, creating it (or re-creating its
-/// function table after SCRIPT FLUSH) as needed.
+/// Runs `f` with this thread's interpreter, creating it (again after
+/// SCRIPT FLUSH) as needed.
 pub fn with_env<R>(generation: u64, f: impl FnOnce(&mut LuaEnv) -> R) -> mlua::Result<R> {
     ENV.with(|cell| {
         let mut slot = cell.borrow_mut();
@@ -53,9 +54,12 @@ pub fn with_env<R>(generation: u64, f: impl FnOnce(&mut LuaEnv) -> R) -> mlua::R
             return Err(mlua::Error::runtime("no Lua interpreter"));
         };
         if env.generation != generation {
-            env.functions = env.lua.create_table()?;
+            // SCRIPT FLUSH resets the interpreter, as Redis recreates its
+            // Lua state: scripts, library settings (cjson's) and memory.
+            let reported = env.reported.take();
+            *env = LuaEnv::new()?;
             env.generation = generation;
-            env.lua.gc_collect()?;
+            env.reported = reported;
         }
         Ok(f(env))
     })
@@ -89,6 +93,7 @@ impl LuaEnv {
         }
         super::lua_bit::install(&lua, &globals)?;
         let imp = lua.create_table()?;
+        imp.raw_set("load_library_table", lua.create_function(load_library_table)?)?;
         imp.raw_set(
             "sha1hex",
             lua.create_function(|lua, s: mlua::String| lua.create_string(super::cache::sha1hex(&s.as_bytes())))?,
@@ -182,6 +187,20 @@ impl LuaEnv {
         let entry: Table = functions.raw_get(name).map_err(|_| "ERR Function not found".to_string())?;
         entry.raw_get("callback").map_err(|_| "ERR Function not found".to_string())
     }
+}
+
+/// The table of library `name` (cjson, cmsgpack, struct), built when a
+/// script first uses it (see prelude.lua).
+fn load_library_table(lua: &Lua, name: mlua::String) -> mlua::Result<Value> {
+    let maker = std::rc::Rc::new(super::lua_lib::Maker::new(lua)?);
+    let holder = lua.create_table()?;
+    match &*name.as_bytes() {
+        b"cjson" => super::lua_cjson::install(lua, &maker, &holder)?,
+        b"cmsgpack" => super::lua_cmsgpack::install(lua, &maker, &holder)?,
+        b"struct" => super::lua_struct::install(lua, &maker, &holder)?,
+        _ => return Ok(Value::Nil),
+    }
+    holder.raw_get(name)
 }
 
 /// An error a Rust function raised, as the text of a Redis error reply:

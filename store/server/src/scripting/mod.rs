@@ -13,8 +13,13 @@
 //! - [`offload`]: running a script (or a transaction or native frame that
 //!   calls one) on a blocking thread, the client moved there and back.
 //! - [`lua_env`]: the sandboxed Lua 5.1 interpreter of each thread, with the
-//!   `redis` library of `prelude.lua`; [`lua_bit`]: its `bit` library.
-//! - [`convert`]: reply ↔ Lua value conversions.
+//!   `redis` library of `prelude.lua`; [`lua_bit`]: its `bit` library;
+//!   [`lua_cjson`] (with [`lua_cjson_decode`]), [`lua_cmsgpack`],
+//!   [`lua_struct`]: the cjson, cmsgpack and struct libraries, whose errors
+//!   are raised as Lua strings ([`lua_lib`]); [`lua_number`]: C's `%.14g`
+//!   and `strtod` as those libraries use them.
+//! - [`convert`]: reply ↔ Lua value conversions; [`call_args`]: `redis.call`
+//!   with thousands of arguments.
 //! - [`lua_memory`]: `used_memory_lua`, summed over the interpreters.
 //! - [`run`]: running one script atomically (every shard held), its
 //!   commands through the dispatcher, its writes logged as one record.
@@ -29,14 +34,21 @@
 
 pub mod busy;
 pub mod cache;
+pub mod call_args;
 pub mod convert;
 pub mod gate;
 pub mod library;
 pub mod library_dump;
 pub mod library_load;
 pub mod lua_bit;
+pub mod lua_cjson;
+pub mod lua_cjson_decode;
+pub mod lua_cmsgpack;
 pub mod lua_env;
+pub mod lua_lib;
 pub mod lua_memory;
+pub mod lua_number;
+pub mod lua_struct;
 pub mod offload;
 pub mod quiesce;
 pub mod run;

@@ -282,6 +282,24 @@ local function readonly_view(t)
   return view
 end
 rawset(_G, 'bit', readonly_view(rawget(_G, 'bit')))
+-- cjson, cmsgpack and struct are built on first use (impl.load_library_table),
+-- so that an interpreter that never uses them stays small.
+local function lazy_readonly_view(name)
+  local t
+  local view = setmetatable({}, {
+    __index = function(_, k)
+      if not t then t = impl.load_library_table(name) end
+      return t[k]
+    end,
+    __newindex = readonly,
+    __metatable = false,
+  })
+  protected[view] = true
+  return view
+end
+for _, name in ipairs({'cjson', 'cmsgpack', 'struct'}) do
+  rawset(_G, name, lazy_readonly_view(name))
+end
 protected[rawget(_G, 'redis')] = true
 protected[fenv] = true
 

@@ -209,17 +209,16 @@ fn call_script(
     let imp = env.imp.clone();
     let result = lua.scope(|scope| {
         let redis: mlua::Table = imp.raw_get("redis")?;
-        redis.raw_set(
-            "call",
-            scope.create_function(|lua, args: MultiValue| match redis_call(lua, &state, args)? {
-                (Value::Table(reply), true) => {
-                    let message: String = reply.raw_get("err").unwrap_or_default();
-                    Err(mlua::Error::external(CallError(message)))
-                }
-                (reply, _) => Ok(reply),
-            })?,
-        )?;
-        redis.raw_set("pcall", scope.create_function(|lua, args: MultiValue| Ok(redis_call(lua, &state, args)?.0))?)?;
+        let call = scope.create_function(|lua, args: MultiValue| match redis_call(lua, &state, args)? {
+            (Value::Table(reply), true) => {
+                let message: String = reply.raw_get("err").unwrap_or_default();
+                Err(mlua::Error::external(CallError(message)))
+            }
+            (reply, _) => Ok(reply),
+        })?;
+        redis.raw_set("call", super::call_args::packing(lua, call)?)?;
+        let pcall = scope.create_function(|lua, args: MultiValue| Ok(redis_call(lua, &state, args)?.0))?;
+        redis.raw_set("pcall", super::call_args::packing(lua, pcall)?)?;
         imp.raw_set(
             "setresp",
             scope.create_function(|_, version: i64| {
@@ -304,7 +303,7 @@ pub(crate) fn log(level: i64, message: &mlua::String) {
 
 /// `redis.call` / `redis.pcall`: the reply as a Lua value, and whether it is an error.
 fn redis_call(lua: &Lua, state: &RefCell<CallState<'_, '_>>, args: MultiValue) -> mlua::Result<(Value, bool)> {
-    let argv = match arguments(lua, args) {
+    let argv = match arguments(args) {
         Ok(argv) => argv,
         Err(message) => return Ok((error_table(lua, message)?, true)),
     };
@@ -318,23 +317,17 @@ fn redis_call(lua: &Lua, state: &RefCell<CallState<'_, '_>>, args: MultiValue) -
     }
 }
 
-fn arguments(lua: &Lua, args: MultiValue) -> Result<Vec<Vec<u8>>, &'static str> {
+fn arguments(args: MultiValue) -> Result<Vec<Vec<u8>>, &'static str> {
     if args.is_empty() {
         return Err("ERR Please specify at least one argument for this redis lib call");
     }
-    let mut argv = Vec::with_capacity(args.len());
-    for value in args {
-        let bytes = match value {
-            Value::String(s) => s.as_bytes().to_vec(),
-            v @ (Value::Number(_) | Value::Integer(_)) => match lua.coerce_string(v) {
-                Ok(Some(s)) => s.as_bytes().to_vec(),
-                _ => return Err("ERR Lua redis lib command arguments must be strings or integers"),
-            },
-            _ => return Err("ERR Lua redis lib command arguments must be strings or integers"),
-        };
-        argv.push(bytes);
-    }
-    Ok(argv)
+    super::call_args::unpacked(args, |value| match value {
+        Value::String(s) => Ok(s.as_bytes().to_vec()),
+        // Redis writes numbers with %.17g, not Lua's lossy %.14g.
+        Value::Integer(n) => Ok(super::lua_number::format_g(n as f64, 17).into_bytes()),
+        Value::Number(n) => Ok(super::lua_number::format_g(n, 17).into_bytes()),
+        _ => Err("ERR Lua redis lib command arguments must be strings or integers"),
+    })
 }
 
 /// Runs one command for the script through the dispatcher; its reply bytes.

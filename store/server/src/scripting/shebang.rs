@@ -12,6 +12,8 @@ const KNOWN_FLAGS: &[&str] = &["no-writes", "allow-oom", "allow-stale", "no-clus
 pub struct Shebang {
     /// `flags=no-writes`: write (and may-replicate) commands are refused.
     pub no_writes: bool,
+    /// `flags=allow-oom`: the script may start above `maxmemory`.
+    pub allow_oom: bool,
 }
 
 /// The shebang of `body`, if it has one; Err: Redis's error text (without
@@ -35,6 +37,7 @@ pub fn parse(body: &[u8]) -> Result<Option<Shebang>, String> {
                 return Err(format!("Unexpected flag in script shebang: {flag}"));
             }
             shebang.no_writes |= flag == "no-writes";
+            shebang.allow_oom |= flag == "allow-oom";
         }
     }
     Ok(Some(shebang))
@@ -55,8 +58,11 @@ mod tests {
     #[test]
     fn shebangs_parse_as_redis_reads_them() {
         assert_eq!(parse(b"return 1"), Ok(None));
-        assert_eq!(parse(b"#!lua\nreturn 1"), Ok(Some(Shebang { no_writes: false })));
-        assert_eq!(parse(b"#!lua flags=allow-oom,no-writes\nreturn 1"), Ok(Some(Shebang { no_writes: true })));
+        assert_eq!(parse(b"#!lua\nreturn 1"), Ok(Some(Shebang { no_writes: false, allow_oom: false })));
+        assert_eq!(
+            parse(b"#!lua flags=allow-oom,no-writes\nreturn 1"),
+            Ok(Some(Shebang { no_writes: true, allow_oom: true }))
+        );
         assert_eq!(parse(b"#!lua flags=\nreturn 1"), Ok(Some(Shebang::default())));
         assert_eq!(parse(b"#!lua"), Err("Invalid script shebang".into()));
         assert_eq!(parse(b"#!python\n"), Err("Unexpected engine in script shebang: #!python".into()));

@@ -32,6 +32,7 @@ mod pause;
 mod pubsub;
 mod resp;
 mod scripting;
+mod scripting_libs;
 mod scripting_workers;
 mod slowlog;
 mod sort;

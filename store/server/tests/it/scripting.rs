@@ -241,3 +241,22 @@ fn eval_inside_multi() {
     assert_eq!(e, "ERR Command not allowed inside a transaction");
     assert!(error_text(&c.cmd(&["EXEC"])).starts_with("EXECABORT"));
 }
+
+#[test]
+fn shebang_scripts_that_may_write_are_refused_above_maxmemory() {
+    let server = TestServer::start();
+    let mut c = server.client();
+    c.cmd(&["SET", "x", "123"]);
+    c.cmd(&["FUNCTION", "LOAD", "#!lua name=lib\nredis.register_function('f', function() return 1 end)"]);
+    c.cmd(&["CONFIG", "SET", "maxmemory", "1"]);
+    // As Redis 7.0.15: refused before they start, with the denyoom error.
+    let oom = "OOM command not allowed when used memory > 'maxmemory'.";
+    assert_eq!(error_text(&c.cmd(&["EVAL", "#!lua\nreturn 1", "0"])), oom);
+    assert_eq!(error_text(&c.cmd(&["FCALL", "f", "0"])), oom);
+    // Flagged no-writes or allow-oom, or without a shebang, they run.
+    assert_eq!(c.cmd(&["EVAL", "#!lua flags=no-writes\nreturn 1", "0"]), int(1));
+    assert_eq!(c.cmd(&["EVAL", "#!lua flags=allow-oom\nreturn 1", "0"]), int(1));
+    assert_eq!(c.cmd(&["EVAL", "return redis.call('get', 'x')", "0"]), bulk("123"));
+    c.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
+    assert_eq!(c.cmd(&["EVAL", "#!lua\nreturn 1", "0"]), int(1));
+}
