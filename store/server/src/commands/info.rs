@@ -216,10 +216,13 @@ fn persistence_section(server: &Server, out: &mut String) -> &'static str {
     field!(out, "rdb_saves", snap.saves.load(Ordering::Relaxed));
     field!(out, "aof_enabled", u8::from(p.tier().logs()));
     // Logging restarted at runtime waits for its snapshot, as Redis's AOF
-    // waits for its rewrite (which starts at once: never "scheduled").
-    field!(out, "aof_rewrite_in_progress", u8::from(p.enabling.load(Ordering::Acquire)));
-    field!(out, "aof_rewrite_scheduled", 0);
-    field!(out, "aof_last_bgrewrite_status", ok(p.last_enable_ok.load(Ordering::Acquire)));
+    // waits for its rewrite; BGREWRITEAOF's snapshot is Cairn's rewrite.
+    let snapshotting = snap.in_progress.load(Ordering::Acquire);
+    let rewrite = p.rewrite_requested.load(Ordering::Acquire);
+    let in_progress = p.enabling.load(Ordering::Acquire) || (rewrite && snapshotting);
+    field!(out, "aof_rewrite_in_progress", u8::from(in_progress));
+    field!(out, "aof_rewrite_scheduled", u8::from(rewrite && !snapshotting));
+    field!(out, "aof_last_bgrewrite_status", ok(p.last_rewrite_ok.load(Ordering::Acquire)));
     field!(out, "aof_last_write_status", ok(wal.is_none_or(|w| w.check_writable().is_ok())));
     field!(out, "aof_delayed_fsync", 0);
     field!(out, "cairn_durability", p.tier());

@@ -236,6 +236,9 @@ pub fn bgsave(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if p.snapshot.in_progress.load(std::sync::atomic::Ordering::Acquire) && args.len() == 1 && !rewrite {
         return Err(CmdError::Static("ERR Background save already in progress"));
     }
+    if rewrite {
+        p.rewrite_requested.store(true, std::sync::atomic::Ordering::Release);
+    }
     p.snapshot_requested.store(true, std::sync::atomic::Ordering::Release);
     if rewrite {
         ctx.out.simple("Background append only file rewriting started");

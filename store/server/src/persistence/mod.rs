@@ -79,9 +79,13 @@ pub struct Persistence {
     /// until the snapshot it continues from is durable (INFO
     /// `aof_rewrite_in_progress`).
     pub enabling: AtomicBool,
-    /// Whether the last snapshot that logging restarted from succeeded
-    /// (INFO `aof_last_bgrewrite_status`).
-    pub last_enable_ok: AtomicBool,
+    /// BGREWRITEAOF asked for a snapshot that has not finished yet (INFO
+    /// `aof_rewrite_scheduled` until it starts, `aof_rewrite_in_progress`
+    /// while it runs).
+    pub rewrite_requested: AtomicBool,
+    /// Whether the last snapshot that logging restarted from, or that
+    /// BGREWRITEAOF asked for, succeeded (INFO `aof_last_bgrewrite_status`).
+    pub last_rewrite_ok: AtomicBool,
     /// One tier change at a time.
     pub switch_lock: Mutex<()>,
     /// Writes in flight without the log on a server that never logged.
@@ -143,7 +147,8 @@ impl Persistence {
             fsync_tier: TierCell::new(fsync_tier),
             sync_acks_through: AtomicU64::new(0),
             enabling: AtomicBool::new(false),
-            last_enable_ok: AtomicBool::new(true),
+            rewrite_requested: AtomicBool::new(false),
+            last_rewrite_ok: AtomicBool::new(true),
             switch_lock: Mutex::new(()),
             unlogged: unlogged::UnloggedWrites::default(),
             storage,

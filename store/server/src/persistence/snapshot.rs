@@ -212,7 +212,12 @@ pub fn spawn_scheduler(server: std::sync::Arc<Server>) -> std::io::Result<std::t
                 continue;
             }
             if p.snapshot_requested.swap(false, Ordering::AcqRel) || due(&server) {
-                let _ = take(p, &server.keyspace);
+                let rewrite = p.rewrite_requested.load(Ordering::Acquire);
+                let result = take(p, &server.keyspace);
+                if rewrite {
+                    p.last_rewrite_ok.store(result.is_ok(), Ordering::Release);
+                    p.rewrite_requested.store(false, Ordering::Release);
+                }
                 server.last_save_secs.store(cairn_engine::clock::now_ms() / 1000, Ordering::Relaxed);
             }
         }

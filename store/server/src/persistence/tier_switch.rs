@@ -157,7 +157,7 @@ pub fn finish_enabling(p: &Persistence, keyspace: &Keyspace) -> Result<(), Strin
     }
     let Some(wal) = p.wal_opened() else { return Ok(()) };
     let result = super::snapshot::take(p, keyspace);
-    p.last_enable_ok.store(result.is_ok(), Ordering::Release);
+    p.last_rewrite_ok.store(result.is_ok(), Ordering::Release);
     let taken = result?;
     wal.hold(false);
     wal.request_sync(wal.last_lsn());

@@ -127,6 +127,16 @@ fn appendonly_yes_from_none_then_restart_recovers_the_keys_from_before() {
     assert_eq!(c.cmd(&["DBSIZE"]), crate::common::int(101));
     assert_eq!(c.cmd(&["GET", "before:99"]), bulk("99"));
     assert_eq!(c.cmd(&["GET", "after"]), bulk("1"));
+    // BGREWRITEAOF's snapshot reports as a rewrite, scheduled then running.
+    assert_eq!(c.cmd(&["BGREWRITEAOF"]), simple("Background append only file rewriting started"));
+    let saves = c.info_number("persistence", "rdb_saves");
+    wait_for_rewrite(&mut c);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while c.info_number("persistence", "rdb_saves") == saves {
+        assert!(Instant::now() < deadline, "BGREWRITEAOF's snapshot never ran");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(c.info_field("persistence", "aof_rewrite_scheduled"), "0");
 }
 
 #[test]
