@@ -571,9 +571,12 @@ impl Shared {
                 _ => Duration::from_millis(100),
             };
             if self.held.load(Ordering::SeqCst) {
-                // Nothing may be written; `Wal::hold(false)` wakes us.
+                // Nothing may be written; `Wal::hold(false)` wakes us (checked
+                // again under the lock it takes before its notify).
                 let mut buffer = self.buffer.lock();
-                self.data_ready.wait_for(&mut buffer, tick);
+                if self.held.load(Ordering::SeqCst) {
+                    self.data_ready.wait_for(&mut buffer, tick);
+                }
                 continue;
             }
             if self.appends_wake_syncer() {
