@@ -127,6 +127,11 @@ fn crash_point(seed: u64) {
     // The last step a completed snapshot covers (writes made while nothing
     // was logged are durable only through one).
     let mut snapshot_step = 0;
+    // A write was made without the log since the last snapshot: until a
+    // snapshot covers it, no later step is durable through an older record
+    // (a record appended after logging restarts is durable only after the
+    // snapshot that restart takes, so a new one clears this).
+    let mut unlogged_pending = false;
     let mut steps = rng.gen_range(1..80);
     if let Some(cap) = std::env::var("CAIRN_CRASH_STEPS").ok().and_then(|v| v.parse().ok()) {
         steps = steps.min(cap);
@@ -138,6 +143,7 @@ fn crash_point(seed: u64) {
                 // The snapshot thread's part of a restart of logging.
                 cairn_server::persistence::tier_switch::finish_enabling(p, &node.server.keyspace).expect("snapshot");
                 snapshot_step = lsns.len() - 1;
+                unlogged_pending = false;
             }
             if tiers.gen_range(0..12) == 0 {
                 let change = random_tier_change(&mut tiers);
@@ -155,6 +161,7 @@ fn crash_point(seed: u64) {
             cmd = vec![b"SADD".to_vec(), cmd[1].clone(), b"m".to_vec()];
         }
         let args: Vec<&[u8]> = cmd.iter().map(Vec::as_slice).collect();
+        let lsn_before = node.client.last_lsn;
         let r1 = node.run(&args);
         // Random or clock-dependent results: the reference applies what the
         // node did (SPOP's member, XADD's generated ID).
@@ -170,12 +177,18 @@ fn crash_point(seed: u64) {
             );
         }
         digests.push(reference.digest());
+        let logging = node.server.persistence.tier().logs();
+        if !logging {
+            unlogged_pending = true;
+        } else if node.client.last_lsn > lsn_before {
+            unlogged_pending = false;
+        }
         if cmd[0] == b"SAVE" && r1 == b"+OK\r\n" {
             snapshot_step = lsns.len();
+            unlogged_pending = false;
         }
         // A write made while nothing is logged is never durable by the log.
-        let logging = node.server.persistence.tier().logs();
-        lsns.push(if logging { node.client.last_lsn } else { u64::MAX });
+        lsns.push(if unlogged_pending { u64::MAX } else { node.client.last_lsn });
         match rng.gen_range(0..10) {
             0..=2 => node.sync_round(true),
             3 => node.sync_round(false),
