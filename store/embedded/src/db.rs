@@ -71,7 +71,7 @@ impl Db {
             snapshot_lsn = recovered.snapshot_lsn,
             log_records = recovered.log.records_replayed,
             replay_errors = recovered.replay_errors,
-            durability = %server.persistence.tier,
+            durability = %server.persistence.tier(),
             "embedded database open"
         );
         let shared = Shared {
@@ -107,7 +107,7 @@ impl Db {
     }
 
     pub fn durability(&self) -> Tier {
-        self.shared.server.persistence.tier
+        self.shared.server.persistence.tier()
     }
 
     /// Stops the background threads, syncs and closes the log (in the

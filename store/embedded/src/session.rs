@@ -8,7 +8,6 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use cairn_engine::durability::Tier;
 use cairn_protocol::{ProtocolVersion, ReplyWriter};
 use cairn_server::blocking::BlockState;
 use cairn_server::client::{Client, ClientHandle, ReplyMode};
@@ -75,8 +74,8 @@ impl Session {
     fn await_durable(&self, server: &Server) -> Result<()> {
         let p = &server.persistence;
         let lsn = self.client.last_lsn;
-        let Some(wal) = p.wal() else { return Ok(()) };
-        if p.tier != Tier::Sync || lsn == 0 || wal.durable_lsn() >= lsn {
+        let Some(wal) = p.wal_opened() else { return Ok(()) };
+        if !p.acks_wait_for(lsn) || wal.durable_lsn() >= lsn {
             return Ok(());
         }
         wal.sync_through(lsn).map_err(|e| Error::NotDurable(e.to_string()))

@@ -23,7 +23,8 @@
 //! - [`number`]: strict integer and float parsing/formatting with Redis's rules.
 //! - [`glob`]: Redis's glob matcher (KEYS, SCAN MATCH, CONFIG GET).
 //! - [`thread_priority`]: nice values for background threads (the `async`
-//!   syncer, snapshots), so request processing goes first.
+//!   syncer, snapshots), so request processing goes first;
+//!   [`thread_affinity`]: a thread's CPU mask, for syncers started at runtime.
 //! - [`durability`]: the write-ahead log with group commit, snapshots,
 //!   recovery, and the storage trait crash tests plug a simulated disk into.
 
@@ -37,6 +38,7 @@ pub mod key;
 pub mod keyspace;
 pub mod number;
 pub mod table;
+pub mod thread_affinity;
 pub mod thread_priority;
 pub mod types;
 pub mod value;

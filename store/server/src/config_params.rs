@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use std::sync::Arc;
 
+use cairn_engine::durability::Tier;
 use cairn_engine::events::{self, KeyEvents};
 use parking_lot::RwLock;
 
@@ -71,10 +72,10 @@ const INT_MAX: i64 = i32::MAX as i64;
 /// Every parameter the server knows.
 pub const PARAMS: &[Param] = &[
     p("save", Kind::SavePoints, "", true),
-    p("appendonly", Kind::Fixed, "no", true),
-    p("appendfsync", Kind::Fixed, "everysec", true),
+    p("appendonly", Kind::Bool, "no", true),
+    p("appendfsync", Kind::Enum(&["everysec", "always", "no"]), "everysec", true),
     p("appendfilename", Kind::Str, "appendonly.aof", false),
-    p("durability", Kind::Fixed, "async", true),
+    p("durability", Kind::Enum(&["none", "async", "everysec", "sync"]), "async", true),
     p("dbfilename", Kind::Str, "dump.rdb", true),
     p("databases", Kind::Int { min: 1, max: 10_000 }, "16", false),
     p("maxclients", Kind::Int { min: 1, max: INT_MAX }, "10000", true),
@@ -133,6 +134,57 @@ pub const PARAMS: &[Param] = &[
     p("stream-node-max-entries", Kind::Int { min: 0, max: i64::MAX }, "100", true),
     p("hll-sparse-max-bytes", Kind::Memory { min: 0 }, "3000", true),
 ];
+
+/// The durability parameters: CONFIG SET of any of them changes the tier
+/// (`persistence::tier_switch`), not just the value.
+pub const DURABILITY_PARAMS: &[&str] = &["appendonly", "appendfsync", "durability"];
+
+/// The tier as Redis's settings name it: `appendonly` is `no` in `none`;
+/// `appendfsync` names the logging tier (`fsync`, kept while the tier is
+/// `none`): `always` is `sync`, `everysec` is `everysec`, and `no` is `async`
+/// (Cairn's weakest logging tier, which fsyncs continuously: stronger than
+/// Redis's `no`, which leaves writeback to the kernel).
+pub fn durability_values(tier: Tier, fsync: Tier) -> [(&'static str, String); 3] {
+    let fsync_name = match fsync {
+        Tier::Sync => "always",
+        Tier::Everysec => "everysec",
+        Tier::Async | Tier::None => "no",
+    };
+    [
+        ("appendonly", if tier.logs() { "yes" } else { "no" }.to_string()),
+        ("appendfsync", fsync_name.to_string()),
+        ("durability", tier.to_string()),
+    ]
+}
+
+/// What validated changes ask of the durability tier: whether to log, and
+/// at which logging tier; None when they name no durability parameter.
+/// Applied in order, starting from the tier now (`tier`, `fsync`).
+pub fn durability_change(updates: &[(&'static str, String)], tier: Tier, fsync: Tier) -> Option<(bool, Tier)> {
+    let (mut logging, mut fsync, mut named) = (tier.logs(), fsync, false);
+    for (name, value) in updates {
+        match *name {
+            "appendonly" => logging = value == "yes",
+            "appendfsync" => {
+                fsync = match value.as_str() {
+                    "always" => Tier::Sync,
+                    "everysec" => Tier::Everysec,
+                    _ => Tier::Async,
+                }
+            }
+            "durability" => {
+                let tier: Tier = value.parse().unwrap_or(Tier::Async);
+                logging = tier.logs();
+                if logging {
+                    fsync = tier;
+                }
+            }
+            _ => continue,
+        }
+        named = true;
+    }
+    named.then_some((logging, fsync))
+}
 
 /// Aliases Redis accepts for some parameters.
 const ALIASES: &[(&str, &str)] = &[
@@ -319,14 +371,10 @@ impl RuntimeConfig {
         values.insert("bind", config.bind.clone());
         values.insert("dir", config.data_dir.display().to_string());
         values.insert("requirepass", config.requirepass.clone().unwrap_or_default());
-        // The durability tier as Redis's settings name it: `sync` is
-        // `appendfsync always`; `async` (fsync continuously, reply before it)
-        // and `everysec` both lose at most about a second, as `everysec` does.
-        let tier = config.durability;
-        values.insert("appendonly", if tier.logs() { "yes" } else { "no" }.to_string());
-        let fsync = if tier == cairn_engine::durability::Tier::Sync { "always" } else { "everysec" };
-        values.insert("appendfsync", fsync.to_string());
-        values.insert("durability", tier.to_string());
+        let fsync = if config.durability.logs() { config.durability } else { Tier::Async };
+        for (name, value) in durability_values(config.durability, fsync) {
+            values.insert(name, value);
+        }
         let rc = RuntimeConfig {
             values: RwLock::new(BTreeMap::new()),
             proto_max_bulk_len: AtomicUsize::new(0),

@@ -189,10 +189,10 @@ async fn connection_loop(
 /// closed without the replies, since the writes will never be durable.
 pub(crate) async fn await_durable(server: &Server, lsn: u64) -> bool {
     let p = &server.persistence;
-    if p.tier != cairn_engine::durability::Tier::Sync || lsn == 0 {
+    if !p.acks_wait_for(lsn) {
         return true;
     }
-    if p.wal().is_some_and(|w| w.durable_lsn() >= lsn) {
+    if p.wal_opened().is_some_and(|w| w.durable_lsn() >= lsn) {
         return true;
     }
     match p.wait_durable(lsn).await {

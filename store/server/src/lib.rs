@@ -218,7 +218,7 @@ pub fn start(mut config: Config, shutdown: Shutdown) -> Result<RunningServer, St
         log_records = recovered.log.records_replayed,
         replay_errors = recovered.replay_errors,
         seconds = recovered.seconds,
-        durability = %server.persistence.tier,
+        durability = %server.persistence.tier(),
         "recovery finished"
     );
     match persistence::snapshot::spawn_scheduler(server.clone()) {

@@ -151,14 +151,28 @@ impl Server {
 
     /// Applies validated CONFIG SET changes (see `config_params::validate_changes`),
     /// and what some of them change beyond the value: `latency-tracking`
-    /// freezes or resumes the command latency histograms.
-    pub fn set_config(&self, updates: &[(&'static str, String)]) {
+    /// freezes or resumes the command latency histograms; `appendonly`,
+    /// `appendfsync` and `durability` change the durability tier first (if
+    /// that fails, nothing is applied).
+    pub fn set_config(&self, updates: &[(&'static str, String)]) -> Result<(), crate::config_params::SetError> {
+        use crate::config_params::{durability_change, durability_values, SetError, DURABILITY_PARAMS};
+        let p = &self.persistence;
+        let mut updates = updates.to_vec();
+        if let Some((logging, fsync)) = durability_change(&updates, p.tier(), p.fsync_tier()) {
+            let name = updates.iter().find(|(n, _)| DURABILITY_PARAMS.contains(n)).map_or("appendonly", |(n, _)| *n);
+            crate::persistence::tier_switch::apply(self, logging, fsync)
+                .map_err(|reason| SetError::Refused { name: name.to_string(), reason })?;
+            // The three names' values follow the tier, whichever was set.
+            updates.retain(|(n, _)| !DURABILITY_PARAMS.contains(n));
+            updates.extend(durability_values(p.tier(), p.fsync_tier()));
+        }
         let tracking_was = self.runtime.get("latency-tracking");
-        self.runtime.set_all(updates);
+        self.runtime.set_all(&updates);
         let tracking_is = self.runtime.get("latency-tracking");
         if tracking_is != tracking_was {
             self.command_latency.set_tracking(&self.workers, tracking_is.as_deref() == Some("yes"));
         }
+        Ok(())
     }
 
     /// Records one ops/s sample (called every 100 ms by worker 0).

@@ -44,6 +44,7 @@ pub use wal::{default_syncers, LogTail, Wal, WalError, WalOptions};
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// When a write is acknowledged, and what a power cut may lose.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -72,6 +73,45 @@ impl Tier {
     /// Whether writes are logged.
     pub fn logs(self) -> bool {
         self != Tier::None
+    }
+
+    fn to_u8(self) -> u8 {
+        match self {
+            Tier::None => 0,
+            Tier::Async => 1,
+            Tier::Everysec => 2,
+            Tier::Sync => 3,
+        }
+    }
+
+    fn from_u8(n: u8) -> Tier {
+        match n {
+            0 => Tier::None,
+            1 => Tier::Async,
+            2 => Tier::Everysec,
+            _ => Tier::Sync,
+        }
+    }
+}
+
+/// A tier that can change at runtime (`CONFIG SET appendfsync`): one atomic
+/// byte, read where a fixed field was read before.
+#[derive(Debug)]
+pub struct TierCell(AtomicU8);
+
+impl TierCell {
+    pub fn new(tier: Tier) -> TierCell {
+        TierCell(AtomicU8::new(tier.to_u8()))
+    }
+
+    #[inline]
+    pub fn get(&self) -> Tier {
+        Tier::from_u8(self.0.load(Ordering::Acquire))
+    }
+
+    /// Sets the tier; returns the previous one.
+    pub fn set(&self, tier: Tier) -> Tier {
+        Tier::from_u8(self.0.swap(tier.to_u8(), Ordering::AcqRel))
     }
 }
 

@@ -35,7 +35,8 @@ use super::groups::{Gathering, GroupPlanner, Handoff};
 use super::record::{self, Header, Kind, Lsn};
 use super::stats::WalStats;
 use super::storage::Storage;
-use super::Tier;
+use super::{Tier, TierCell};
+use crate::thread_affinity::CpuMask;
 
 /// Default segment size.
 pub const DEFAULT_SEGMENT_SIZE: u64 = 64 << 20;
@@ -156,7 +157,13 @@ struct Buffer {
 pub type DurableCallback = Box<dyn Fn(Lsn) + Send + Sync>;
 
 struct Shared {
-    tier: Tier,
+    /// The tier, which `CONFIG SET` may change at runtime ([`Wal::set_tier`]):
+    /// read by the syncer at each round, never cached.
+    tier: TierCell,
+    /// While set, rounds write nothing: records are buffered (and `sync`-tier
+    /// replies wait) until a snapshot that logging restarts from is durable
+    /// ([`Wal::hold`]).
+    held: AtomicBool,
     buffer: Mutex<Buffer>,
     data_ready: Condvar,
     written: AtomicU64,
@@ -179,9 +186,15 @@ struct Shared {
     stats: WalStats,
     on_durable: DurableCallback,
     syncers: usize,
-    /// Whether an append into an empty buffer wakes an idle syncer (not when
-    /// the appenders run the rounds: `WalOptions::caller_rounds`).
-    appends_wake_syncer: bool,
+    /// See [`WalOptions::caller_rounds`].
+    caller_rounds: bool,
+    /// Whether syncer threads run (`WalOptions::background`).
+    background: bool,
+    /// Syncer threads of an older generation exit: a change to the `sync`
+    /// tier starts new ones at normal priority (see [`Wal::set_tier`]).
+    syncer_generation: AtomicU64,
+    /// The CPU mask of the thread that opened the log, for syncers started later.
+    placement: Option<CpuMask>,
     /// The callers of [`Wal::sync_through`] (group commit on their threads).
     committers: Committers,
     /// See [`WalOptions::busy_appenders`].
@@ -197,7 +210,7 @@ struct Shared {
 
 impl std::fmt::Debug for Shared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Wal").field("tier", &self.tier).field("durable", &self.durable).finish()
+        f.debug_struct("Wal").field("tier", &self.tier.get()).field("durable", &self.durable).finish()
     }
 }
 
@@ -233,8 +246,7 @@ impl Wal {
         tail: LogTail,
         on_durable: DurableCallback,
     ) -> std::io::Result<Wal> {
-        let fill = if options.tier == Tier::Sync { SpareFill::Zeros } else { SpareFill::Allocate };
-        let mut files = Files::new(storage, dir, options.segment_size, fill);
+        let mut files = Files::new(storage, dir, options.segment_size, spare_fill(options.tier));
         for spare in &tail.spares {
             files.adopt_spare(spare)?;
         }
@@ -251,7 +263,8 @@ impl Wal {
             WriteError::Failed(m) => std::io::Error::other(m),
         })?;
         let shared = Arc::new(Shared {
-            tier: options.tier,
+            tier: TierCell::new(options.tier),
+            held: AtomicBool::new(false),
             buffer: Mutex::new(Buffer { bytes: Vec::with_capacity(1 << 16), next_lsn, idle_syncers: 0 }),
             data_ready: Condvar::new(),
             written: AtomicU64::new(next_lsn - 1),
@@ -268,7 +281,10 @@ impl Wal {
             stats: WalStats::default(),
             on_durable,
             syncers: options.syncers.max(1),
-            appends_wake_syncer: !(options.caller_rounds && options.tier == Tier::Sync),
+            caller_rounds: options.caller_rounds,
+            background: options.background,
+            syncer_generation: AtomicU64::new(0),
+            placement: CpuMask::of_this_thread(),
             committers: Committers::default(),
             busy_appenders: options.busy_appenders.clone(),
             gather_until: AtomicU64::new(0),
@@ -284,20 +300,81 @@ impl Wal {
     }
 
     fn spawn_threads(&self) -> std::io::Result<()> {
-        let mut threads = self.threads.lock();
-        for index in 0..self.shared.syncers {
-            let syncer = self.shared.clone();
-            let name = format!("cairn-wal-sync{index}");
-            threads.push(std::thread::Builder::new().name(name).spawn(move || syncer.run_syncer(index))?);
-        }
+        self.spawn_syncers(0, None)?;
         let preparer = self.shared.clone();
-        threads
+        self.threads
+            .lock()
             .push(std::thread::Builder::new().name("cairn-wal-spare".into()).spawn(move || preparer.run_preparer())?);
         Ok(())
     }
 
+    /// Starts the syncer threads of `generation` (placed on `placement`'s
+    /// CPUs when given: syncers started at runtime).
+    fn spawn_syncers(&self, generation: u64, placement: Option<CpuMask>) -> std::io::Result<()> {
+        let mut threads = self.threads.lock();
+        threads.retain(|t| !t.is_finished());
+        for index in 0..self.shared.syncers {
+            let syncer = self.shared.clone();
+            let name = format!("cairn-wal-sync{index}");
+            threads.push(std::thread::Builder::new().name(name).spawn(move || {
+                if let Some(mask) = placement {
+                    mask.apply_to_this_thread("WAL syncer");
+                }
+                syncer.run_syncer(index, generation)
+            })?);
+        }
+        Ok(())
+    }
+
     pub fn tier(&self) -> Tier {
-        self.shared.tier
+        self.shared.tier.get()
+    }
+
+    /// Whether appends are expected (the tier is not `none`).
+    #[inline]
+    pub fn logs(&self) -> bool {
+        self.tier().logs()
+    }
+
+    /// Changes the tier at runtime. The syncer follows at its next round:
+    /// its pacing, whether every round fdatasyncs, and how new spare segments
+    /// are filled (spares already prepared keep their fill). `none` keeps
+    /// the log open: the syncer writes and fdatasyncs what is buffered, then
+    /// idles. Changing to `sync` from a background tier starts new syncer
+    /// threads at normal priority (the old ones, at a raised nice value that
+    /// an unprivileged thread cannot lower again, exit at their next round).
+    /// Callers that need a cut (every write before or after the change)
+    /// hold every shard around this.
+    pub fn set_tier(&self, tier: Tier) -> std::io::Result<Tier> {
+        let old = self.shared.tier.set(tier);
+        self.shared.files.lock().fill = spare_fill(tier);
+        if tier == Tier::Sync && old != Tier::Sync && self.shared.background {
+            let generation = self.shared.syncer_generation.fetch_add(1, Ordering::AcqRel) + 1;
+            self.spawn_syncers(generation, self.shared.placement)?;
+        }
+        // Wake the syncers, so they notice the change now.
+        drop(self.shared.buffer.lock());
+        self.shared.data_ready.notify_all();
+        Ok(old)
+    }
+
+    /// Holds (true) or releases (false) the log's writes. While held, the
+    /// syncer writes nothing and the durable LSN stays where it is; appends
+    /// go on into the buffer. Used when logging starts again after a time
+    /// without (`none`): records appended after that start must not reach
+    /// the disk before the snapshot they follow is durable, or a crash in
+    /// between would replay them onto a state without the unlogged writes.
+    pub fn hold(&self, held: bool) {
+        self.shared.held.store(held, Ordering::SeqCst);
+        if !held {
+            drop(self.shared.buffer.lock());
+            self.shared.data_ready.notify_all();
+        }
+    }
+
+    /// Whether writes are held (see [`Wal::hold`]).
+    pub fn is_held(&self) -> bool {
+        self.shared.held.load(Ordering::SeqCst)
     }
 
     /// Bytes of memory the log's buffers hold (their capacity: the emptied
@@ -337,7 +414,7 @@ impl Wal {
         buffer.next_lsn += 1;
         // Only the first record of a batch wakes a syncer: later ones find
         // the buffer taken by then, or a syncer that will take it.
-        let wake = buffer.bytes.is_empty() && buffer.idle_syncers > 0 && self.shared.appends_wake_syncer;
+        let wake = buffer.bytes.is_empty() && buffer.idle_syncers > 0 && self.shared.appends_wake_syncer();
         record::encode(&mut buffer.bytes, Header { lsn, time_ms, durable_hint, kind }, count, body);
         drop(buffer);
         if wake {
@@ -489,30 +566,53 @@ impl Shared {
         self.health.store(level, Ordering::Release);
     }
 
-    fn run_syncer(&self, index: usize) {
-        if self.tier != Tier::Sync {
-            crate::thread_priority::lower_this_thread(BACKGROUND_SYNCER_NICE, "WAL syncer");
-        }
-        let tick = match self.tier {
-            Tier::Everysec => Duration::from_millis(10),
-            _ => Duration::from_millis(100),
-        };
+    /// Whether an append into an empty buffer wakes an idle syncer (not when
+    /// the appenders run the `sync` rounds: `WalOptions::caller_rounds`).
+    #[inline]
+    fn appends_wake_syncer(&self) -> bool {
+        !(self.caller_rounds && self.tier.get() == Tier::Sync)
+    }
+
+    fn run_syncer(&self, index: usize, generation: u64) {
+        let mut lowered = false;
         let mut last_sync = Instant::now();
         // Records the previous round covered.
         let mut last_round = 0;
         let mut planner = GroupPlanner::default();
         while !self.stop.load(Ordering::Acquire) {
-            if self.appends_wake_syncer {
+            if self.syncer_generation.load(Ordering::Acquire) != generation {
+                return;
+            }
+            // The tier as of this round (it may change at runtime).
+            let tier = self.tier.get();
+            if tier != Tier::Sync && !lowered {
+                crate::thread_priority::lower_this_thread(BACKGROUND_SYNCER_NICE, "WAL syncer");
+                lowered = true;
+            }
+            let tick = match tier {
+                Tier::Everysec => Duration::from_millis(10),
+                _ => Duration::from_millis(100),
+            };
+            if self.held.load(Ordering::SeqCst) {
+                // Nothing may be written; `Wal::hold(false)` wakes us (checked
+                // again under the lock it takes before its notify).
+                let mut buffer = self.buffer.lock();
+                if self.held.load(Ordering::SeqCst) {
+                    self.data_ready.wait_for(&mut buffer, tick);
+                }
+                continue;
+            }
+            if self.appends_wake_syncer() {
                 self.wait_for_data(tick);
             } else {
                 self.wait_for_tick(tick);
             }
             let wanted = self.sync_wanted.load(Ordering::Acquire) > self.durable.load(Ordering::Acquire);
-            let due = match self.tier {
+            let due = match tier {
                 Tier::Everysec => last_sync.elapsed() >= Duration::from_secs(1) || wanted,
                 _ => true,
             };
-            let gathers = self.tier == Tier::Sync && self.syncers == 1;
+            let gathers = tier == Tier::Sync && self.syncers == 1;
             if gathers {
                 match planner.next() {
                     Gathering::All => self.gather_expected(last_round),
@@ -522,7 +622,7 @@ impl Shared {
                     }
                 }
                 self.handoff.plan_after_next(planner.after_next());
-            } else if self.tier == Tier::Sync {
+            } else if tier == Tier::Sync {
                 self.let_busy_appenders_finish();
             }
             let gathered = self.handoff.take_gathered_at();
@@ -539,7 +639,7 @@ impl Shared {
             if self.health.load(Ordering::Acquire) == HEALTH_FAILED {
                 break;
             }
-            if self.tier == Tier::Async {
+            if tier == Tier::Async {
                 self.pace_async(round_started);
             }
         }
@@ -555,7 +655,7 @@ impl Shared {
         // work.
         if buffer.bytes.is_empty() && self.carry.try_lock().is_some_and(|carry| carry.is_empty()) {
             // The `everysec` syncer runs on its clock, not on appends.
-            let wakeable = self.tier != Tier::Everysec;
+            let wakeable = self.tier.get() != Tier::Everysec;
             buffer.idle_syncers += usize::from(wakeable);
             self.data_ready.wait_for(&mut buffer, tick);
             buffer.idle_syncers -= usize::from(wakeable);
@@ -643,7 +743,7 @@ impl Shared {
     /// every round). `syncer` picks the file handle the fdatasync goes
     /// through.
     fn round(&self, sync: bool, syncer: usize) {
-        if self.health.load(Ordering::Acquire) == HEALTH_FAILED {
+        if self.health.load(Ordering::Acquire) == HEALTH_FAILED || self.held.load(Ordering::SeqCst) {
             return;
         }
         // The carry lock orders rounds: the bytes taken first are written first.
@@ -777,7 +877,8 @@ impl Shared {
         if !carry.is_empty() {
             carry.extend_from_slice(&bytes);
         }
-        let sync = sync || matches!(self.tier, Tier::Sync | Tier::Async);
+        // `none` (logging stopped at runtime) syncs what is left, as `async`.
+        let sync = sync || matches!(self.tier.get(), Tier::Sync | Tier::Async | Tier::None);
         let mut files = self.files.lock();
         let pending: &[u8] = if carry.is_empty() { &bytes } else { &carry };
         if !pending.is_empty() {
@@ -904,6 +1005,15 @@ impl Shared {
             let mut guard = self.spare_lock.lock();
             self.spare_wanted.wait_for(&mut guard, Duration::from_secs(1));
         }
+    }
+}
+
+/// How a tier's new spare segments get their blocks (see [`SpareFill`]).
+fn spare_fill(tier: Tier) -> SpareFill {
+    if tier == Tier::Sync {
+        SpareFill::Zeros
+    } else {
+        SpareFill::Allocate
     }
 }
 

@@ -40,7 +40,7 @@ pub async fn put(
         .collect::<Result<Vec<(&str, String)>, ApiError>>()?;
     let updates = validate_changes(&state.server.runtime, texts.iter().map(|(n, v)| (*n, v.as_str())))
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
-    state.server.set_config(&updates);
+    state.server.set_config(&updates).map_err(|e| ApiError::bad_request(e.to_string()))?;
     tracing::info!(changes = ?updates.iter().map(|(n, _)| *n).collect::<Vec<_>>(), "configuration changed through the admin API");
     let changed: BTreeMap<String, String> = updates.into_iter().map(|(n, v)| (n.to_string(), redact(n, v))).collect();
     Ok(Json(changed))

@@ -202,7 +202,7 @@ fn scripting_memory(server: &Server, out: &mut String) {
 fn persistence_section(server: &Server, out: &mut String) -> &'static str {
     let p = &server.persistence;
     let snap = &p.snapshot;
-    let wal = p.wal();
+    let wal = p.wal_opened();
     let ok = |b: bool| if b { "ok" } else { "err" };
     field!(out, "loading", u8::from(p.is_loading()));
     field!(out, "async_loading", 0);
@@ -213,12 +213,18 @@ fn persistence_section(server: &Server, out: &mut String) -> &'static str {
     field!(out, "rdb_last_bgsave_status", ok(snap.last_ok.load(Ordering::Relaxed)));
     field!(out, "rdb_last_bgsave_time_sec", snap.last_duration_ms.load(Ordering::Relaxed) / 1000);
     field!(out, "rdb_saves", snap.saves.load(Ordering::Relaxed));
-    field!(out, "aof_enabled", u8::from(wal.is_some()));
-    field!(out, "aof_rewrite_in_progress", 0);
-    field!(out, "aof_rewrite_scheduled", 0);
+    field!(out, "aof_enabled", u8::from(p.tier().logs()));
+    // Logging restarted at runtime waits for its snapshot, as Redis's AOF
+    // waits for its rewrite; BGREWRITEAOF's snapshot is Cairn's rewrite.
+    let snapshotting = snap.in_progress.load(Ordering::Acquire);
+    let rewrite = p.rewrite_requested.load(Ordering::Acquire);
+    let in_progress = p.enabling.load(Ordering::Acquire) || (rewrite && snapshotting);
+    field!(out, "aof_rewrite_in_progress", u8::from(in_progress));
+    field!(out, "aof_rewrite_scheduled", u8::from(rewrite && !snapshotting));
+    field!(out, "aof_last_bgrewrite_status", ok(p.last_rewrite_ok.load(Ordering::Acquire)));
     field!(out, "aof_last_write_status", ok(wal.is_none_or(|w| w.check_writable().is_ok())));
     field!(out, "aof_delayed_fsync", 0);
-    field!(out, "cairn_durability", p.tier);
+    field!(out, "cairn_durability", p.tier());
     if let Some(w) = wal {
         let s = w.stats();
         let fsyncs = s.fsyncs.load(Ordering::Relaxed);

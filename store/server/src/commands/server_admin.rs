@@ -84,7 +84,7 @@ fn config_set(ctx: &mut Ctx<'_>, pairs: &[&[u8]]) -> CmdResult {
     let texts: Vec<(String, String)> = pairs.chunks_exact(2).map(|pair| (text(pair[0]), text(pair[1]))).collect();
     let changes = texts.iter().map(|(name, value)| (name.as_str(), value.as_str()));
     let updates = config_params::validate_changes(&ctx.server.runtime, changes).map_err(CmdError::err)?;
-    ctx.server.set_config(&updates);
+    ctx.server.set_config(&updates).map_err(CmdError::err)?;
     if updates.iter().any(|(name, _)| *name == "tracking-table-max-keys") {
         // A lower limit evicts from the tracking table at once.
         let max_keys = ctx.server.runtime.tracking_table_max_keys.load(std::sync::atomic::Ordering::Relaxed);
@@ -235,6 +235,9 @@ pub fn bgsave(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let rewrite = is(args[0], "bgrewriteaof");
     if p.snapshot.in_progress.load(std::sync::atomic::Ordering::Acquire) && args.len() == 1 && !rewrite {
         return Err(CmdError::Static("ERR Background save already in progress"));
+    }
+    if rewrite {
+        p.rewrite_requested.store(true, std::sync::atomic::Ordering::Release);
     }
     p.snapshot_requested.store(true, std::sync::atomic::Ordering::Release);
     if rewrite {

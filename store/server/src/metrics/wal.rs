@@ -21,8 +21,8 @@ pub fn durability_snapshot(server: &Server) -> DurabilitySnapshot {
 
 /// Reads the persistence layer's counters.
 pub fn from_persistence(p: &Persistence) -> DurabilitySnapshot {
-    let mut d = DurabilitySnapshot::without_wal(p.tier.as_str());
-    if let Some(wal) = p.wal() {
+    let mut d = DurabilitySnapshot::without_wal(p.tier().as_str());
+    if let Some(wal) = p.wal_opened() {
         let s = wal.stats();
         let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
         d.appended_lsn = wal.last_lsn();

@@ -122,7 +122,7 @@ fn outcome(exec: &mut Exec<'_>, op: &DecodedOp<'_>, durable: bool, out: &mut Vec
 /// (tier `none`), or it is not open yet (loading). The request is not run.
 fn durability_refusal(server: &Server) -> Option<(Status, &'static [u8])> {
     let p = &server.persistence;
-    if p.tier == cairn_engine::durability::Tier::None {
+    if p.tier() == cairn_engine::durability::Tier::None {
         return Some((
             Status::DurabilityUnavailable,
             b"ERR durable flag needs the write-ahead log, and this server runs with durability none",

@@ -189,7 +189,7 @@ async fn await_durable(server: &Server, lsn: u64, asked: bool) -> bool {
         return crate::connection::await_durable(server, lsn).await;
     }
     let p = &server.persistence;
-    if lsn == 0 || p.wal().is_some_and(|w| w.durable_lsn() >= lsn) {
+    if lsn == 0 || p.wal_opened().is_some_and(|w| w.durable_lsn() >= lsn) {
         return true;
     }
     match p.wait_durable(lsn).await {

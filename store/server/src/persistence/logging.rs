@@ -58,20 +58,42 @@ fn hold<'a>(ctx: &Ctx<'a>, spec: &CommandSpec, args: &[&[u8]]) -> Held<'a> {
     }
 }
 
-/// Runs any command: write commands through [`execute`] when a log exists,
+/// Runs any command: write commands through [`execute`] when a log was
+/// ever opened (it decides, with the shards held, whether to log),
 /// everything else straight through its handler.
 pub fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[&[u8]]) -> CmdResult {
-    match ctx.server.persistence.wal() {
-        Some(wal) if spec.flags & WRITE != 0 => execute(ctx, spec, args, wal),
-        _ => (spec.handler)(ctx, args),
+    if spec.flags & WRITE == 0 {
+        return (spec.handler)(ctx, args);
     }
+    let server = ctx.server;
+    if let Some(wal) = server.persistence.wal_opened() {
+        return execute(ctx, spec, args, wal);
+    }
+    // Never logged: counted in flight, so that logging starting at runtime
+    // waits for this write (see `unlogged`).
+    let in_flight = server.persistence.unlogged.enter();
+    if let Some(wal) = server.persistence.wal_opened() {
+        drop(in_flight);
+        return execute(ctx, spec, args, wal);
+    }
+    (spec.handler)(ctx, args)
 }
 
 /// Runs a write command and logs its effect (or, inside EXEC, queues it for
-/// the transaction's record).
+/// the transaction's record) if the tier logs when its shards are held: a
+/// tier change holds every shard, so each write is either before it (and in
+/// the snapshot a restart of logging takes after it) or after it.
 pub fn execute(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[&[u8]], wal: &Wal) -> CmdResult {
-    wal.check_writable().map_err(|e| refused(&e))?;
     let held = hold(ctx, spec, args);
+    if !wal.logs() {
+        let result = (spec.handler)(ctx, args);
+        drop(held);
+        return result;
+    }
+    if let Err(e) = wal.check_writable() {
+        drop(held);
+        return Err(refused(&e));
+    }
     if ctx.client.txn_log.is_none() {
         ctx.now_ms = cairn_engine::clock::monotonic_now_ms();
     }

@@ -12,6 +12,9 @@
 //! - [`recover`]: startup: newest snapshot, then the log after it.
 //! - [`snapshot`]: SAVE/BGSAVE/periodic snapshots and DEBUG RELOAD/LOADAOF.
 //! - [`check`]: `cairn check DATA_DIR`; [`waitaof`]: WAITAOF.
+//! - [`tier_switch`]: changing the tier at runtime (CONFIG SET appendonly,
+//!   appendfsync, durability); [`unlogged`]: the writes in flight that a
+//!   server which never logged runs without the log.
 //! - [`lock`]: the data directory's lock file (server and embedded database).
 //! - [`skip_fsync`]: a storage wrapper that never syncs (crash-test proof only).
 
@@ -24,6 +27,8 @@ pub mod replay;
 pub mod save_points;
 pub mod skip_fsync;
 pub mod snapshot;
+pub mod tier_switch;
+pub mod unlogged;
 pub mod waitaof;
 pub mod waiters;
 
@@ -31,7 +36,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use cairn_engine::durability::{Lsn, OsStorage, Storage, Tier, Wal, WalError};
+use cairn_engine::durability::{Lsn, OsStorage, Storage, Tier, TierCell, Wal, WalError};
 use parking_lot::Mutex;
 
 use crate::config::Config;
@@ -65,10 +70,34 @@ pub struct SnapshotStatus {
 
 /// Durability state shared by all workers.
 pub struct Persistence {
-    pub tier: Tier,
+    /// The tier now (CONFIG SET may change it: [`tier_switch`]).
+    tier: Arc<TierCell>,
+    /// The logging tier `appendfsync` names, which `appendonly yes` starts
+    /// (kept while the tier is `none`).
+    fsync_tier: TierCell,
+    /// Writes with an LSN up to this one were made in the `sync` tier:
+    /// their replies wait for durability even after a change away from it.
+    pub sync_acks_through: AtomicU64,
+    /// Logging restarted after a time without (`none`): the log is held
+    /// until the snapshot it continues from is durable (INFO
+    /// `aof_rewrite_in_progress`).
+    pub enabling: AtomicBool,
+    /// BGREWRITEAOF asked for a snapshot that has not finished yet (INFO
+    /// `aof_rewrite_scheduled` until it starts, `aof_rewrite_in_progress`
+    /// while it runs).
+    pub rewrite_requested: AtomicBool,
+    /// Whether the last snapshot that logging restarted from, or that
+    /// BGREWRITEAOF asked for, succeeded (INFO `aof_last_bgrewrite_status`).
+    pub last_rewrite_ok: AtomicBool,
+    /// One tier change at a time.
+    pub switch_lock: Mutex<()>,
+    /// Writes in flight without the log on a server that never logged.
+    pub unlogged: unlogged::UnloggedWrites,
     pub storage: Arc<dyn Storage>,
     pub dir: PathBuf,
-    /// Set once recovery has finished (never in the `none` tier).
+    /// Set once recovery has finished in a logging tier, or when logging
+    /// first starts at runtime; never dropped (`none` at runtime keeps it
+    /// open with its tier set to `none`).
     wal: OnceLock<Wal>,
     /// Connections waiting for durable acks, woken by LSN after each sync.
     pub waiters: Arc<waiters::DurableWaiters>,
@@ -99,7 +128,7 @@ pub struct Persistence {
 
 impl std::fmt::Debug for Persistence {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Persistence").field("tier", &self.tier).field("dir", &self.dir).finish()
+        f.debug_struct("Persistence").field("tier", &self.tier()).field("dir", &self.dir).finish()
     }
 }
 
@@ -115,8 +144,16 @@ impl Persistence {
     }
 
     pub fn with_storage(config: &Config, storage: Arc<dyn Storage>) -> Persistence {
+        let fsync_tier = if config.durability.logs() { config.durability } else { Tier::Async };
         Persistence {
-            tier: config.durability,
+            tier: Arc::new(TierCell::new(config.durability)),
+            fsync_tier: TierCell::new(fsync_tier),
+            sync_acks_through: AtomicU64::new(0),
+            enabling: AtomicBool::new(false),
+            rewrite_requested: AtomicBool::new(false),
+            last_rewrite_ok: AtomicBool::new(true),
+            switch_lock: Mutex::new(()),
+            unlogged: unlogged::UnloggedWrites::default(),
             storage,
             dir: config.data_dir.clone(),
             wal: OnceLock::new(),
@@ -134,10 +171,52 @@ impl Persistence {
         }
     }
 
-    /// The log, once recovery has opened it (never in the `none` tier).
+    /// The tier now.
+    #[inline]
+    pub fn tier(&self) -> Tier {
+        self.tier.get()
+    }
+
+    /// The tier, shared (for observers that outlive a borrow).
+    pub fn tier_cell(&self) -> Arc<TierCell> {
+        self.tier.clone()
+    }
+
+    /// The logging tier `appendfsync` names.
+    pub fn fsync_tier(&self) -> Tier {
+        self.fsync_tier.get()
+    }
+
+    pub(crate) fn set_fsync_tier(&self, tier: Tier) {
+        if tier.logs() {
+            self.fsync_tier.set(tier);
+        }
+    }
+
+    pub(crate) fn set_tier(&self, tier: Tier) {
+        self.tier.set(tier);
+    }
+
+    /// The log while writes are logged (None in the `none` tier, also when
+    /// logging stopped at runtime). A write's decision to log is taken with
+    /// its shards held: see `logging::execute`.
     #[inline]
     pub fn wal(&self) -> Option<&Wal> {
+        self.wal.get().filter(|wal| wal.logs())
+    }
+
+    /// The log if one was ever opened, logging or not (snapshots recycle
+    /// its segments, durable waits keep waiting on it).
+    #[inline]
+    pub fn wal_opened(&self) -> Option<&Wal> {
         self.wal.get()
+    }
+
+    /// Whether a reply for a write at `lsn` waits until it is durable: in
+    /// `sync`, and for writes made in `sync` before a change away from it.
+    #[inline]
+    pub fn acks_wait_for(&self, lsn: Lsn) -> bool {
+        lsn != 0 && (self.tier() == Tier::Sync || lsn <= self.sync_acks_through.load(Ordering::Acquire))
     }
 
     pub fn set_wal(&self, wal: Wal) {
@@ -152,7 +231,7 @@ impl Persistence {
 
     /// The LSN a snapshot taken now covers.
     pub fn current_lsn(&self) -> Lsn {
-        match self.wal() {
+        match self.wal_opened() {
             Some(wal) => wal.last_lsn(),
             None => self.recovered_lsn.load(Ordering::Acquire),
         }
@@ -176,14 +255,22 @@ impl Persistence {
         waiters::wait_blocking(self, lsn, deadline)
     }
 
-    /// At shutdown: sync and close the log; in the `none` tier, save a snapshot.
+    /// At shutdown: finish a restart of logging in progress (its held
+    /// records need their snapshot), save a snapshot in the `none` tier,
+    /// then sync and close the log.
     pub fn close(&self, keyspace: &cairn_engine::Keyspace, save: bool) {
-        if let Some(wal) = self.wal() {
-            wal.close();
-        } else if save && !self.is_loading() && self.tier == Tier::None {
+        if !self.is_loading() {
+            if let Err(e) = tier_switch::finish_enabling(self, keyspace) {
+                tracing::error!(error = %e, "the snapshot that logging restarts from failed at shutdown");
+            }
+        }
+        if save && !self.is_loading() && self.tier() == Tier::None {
             if let Err(e) = snapshot::take(self, keyspace) {
                 tracing::error!(error = %e, "snapshot at shutdown failed");
             }
+        }
+        if let Some(wal) = self.wal_opened() {
+            wal.close();
         }
     }
 }

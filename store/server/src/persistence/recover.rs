@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use cairn_engine::durability::{
-    default_syncers, recover_log, snapshot, LogTail, RecoverOptions, RecoveryReport, Wal, WalOptions,
+    default_syncers, recover_log, snapshot, LogTail, RecoverOptions, RecoveryReport, Tier, Wal, WalOptions,
 };
 
 use super::replay::Replayer;
@@ -91,23 +91,9 @@ pub fn recover(server: &Server) -> Result<Recovered, RecoverError> {
     out.log = loaded.log;
     out.replay_errors = replayer.errors;
     p.recovered_lsn.store(tail.next_lsn - 1, Ordering::Release);
-    if p.tier.logs() {
-        let waiters = p.waiters.clone();
-        let options = WalOptions {
-            segment_size: server.config.wal_segment_bytes,
-            background: p.background_sync,
-            caller_rounds: p.caller_rounds,
-            busy_appenders: Some(p.worker_activity.counter()),
-            syncers: match server.config.wal_syncers {
-                0 => default_syncers(p.tier),
-                n => n,
-            },
-            ..WalOptions::new(p.tier)
-        };
-        let wal =
-            Wal::open(p.storage.clone(), &p.dir, options, tail, Box::new(move |durable| waiters.wake_through(durable)))
-                .map_err(|source| RecoverError::Open { dir: p.dir.display().to_string(), source })?;
-        observe_syncs(server, &wal);
+    if p.tier().logs() {
+        let wal = open_wal(server, p.tier(), tail)
+            .map_err(|source| RecoverError::Open { dir: p.dir.display().to_string(), source })?;
         p.set_wal(wal);
     } else if !tail.segments.is_empty() {
         // The `none` tier keeps no log: fold the old one into a snapshot.
@@ -120,15 +106,38 @@ pub fn recover(server: &Server) -> Result<Recovered, RecoverError> {
     Ok(out)
 }
 
+/// Opens the log at `tier` where `tail` says it continues (at startup, or
+/// when logging first starts at runtime), waking durable waiters after each
+/// sync and reporting slow syncs to the latency monitor.
+pub fn open_wal(server: &Server, tier: Tier, tail: LogTail) -> std::io::Result<Wal> {
+    let p = &server.persistence;
+    let waiters = p.waiters.clone();
+    let options = WalOptions {
+        segment_size: server.config.wal_segment_bytes,
+        background: p.background_sync,
+        caller_rounds: p.caller_rounds,
+        busy_appenders: Some(p.worker_activity.counter()),
+        syncers: match server.config.wal_syncers {
+            0 => default_syncers(tier),
+            n => n,
+        },
+        ..WalOptions::new(tier)
+    };
+    let wal =
+        Wal::open(p.storage.clone(), &p.dir, options, tail, Box::new(move |durable| waiters.wake_through(durable)))?;
+    observe_syncs(server, &wal);
+    Ok(wal)
+}
+
 /// Reports slow syncs of the log to the latency monitor: `aof-fsync-always`
 /// in the `sync` tier (replies wait for them, as for Redis's `appendfsync
-/// always`), `aof-fdatasync` in the others (replies do not wait).
+/// always`), `aof-fdatasync` in the others (replies do not wait); the tier
+/// as of each sync.
 fn observe_syncs(server: &Server, wal: &Wal) {
     let monitor = server.runtime.latency.clone();
-    let event = if server.persistence.tier == cairn_engine::durability::Tier::Sync {
-        "aof-fsync-always"
-    } else {
-        "aof-fdatasync"
-    };
-    wal.stats().observe_syncs(Box::new(move |micros| monitor.observe(event, micros)));
+    let tier = server.persistence.tier_cell();
+    wal.stats().observe_syncs(Box::new(move |micros| {
+        let event = if tier.get() == Tier::Sync { "aof-fsync-always" } else { "aof-fdatasync" };
+        monitor.observe(event, micros)
+    }));
 }

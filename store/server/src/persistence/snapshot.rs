@@ -61,7 +61,7 @@ pub fn take(p: &Persistence, keyspace: &Keyspace) -> Result<Taken, String> {
 fn write(p: &Persistence, keyspace: &Keyspace) -> Result<Taken, String> {
     let started = Instant::now();
     let time_ms = cairn_engine::clock::monotonic_now_ms();
-    if let Some(wal) = p.wal() {
+    if let Some(wal) = p.wal_opened() {
         p.snapshot.wal_bytes_at_last.store(wal.stats().bytes_written.load(Ordering::Relaxed), Ordering::Relaxed);
     }
     // The libraries as of the cut: their changes are logged under the
@@ -70,7 +70,7 @@ fn write(p: &Persistence, keyspace: &Keyspace) -> Result<Taken, String> {
         let registry = p.libraries.read();
         (p.current_lsn(), registry.libraries.values().cloned().collect::<Vec<_>>())
     });
-    if let Some(wal) = p.wal() {
+    if let Some(wal) = p.wal_opened() {
         wal.request_sync(lsn);
     }
     let mut writer =
@@ -99,7 +99,7 @@ fn write(p: &Persistence, keyspace: &Keyspace) -> Result<Taken, String> {
     }
     let (_, bytes) = writer.finish().map_err(|e| e.to_string())?;
     snapshot::remove_older(p.storage.as_ref(), &p.dir, lsn).map_err(|e| e.to_string())?;
-    match p.wal() {
+    match p.wal_opened() {
         Some(wal) => {
             wal.recycle_through(lsn).map_err(|e| format!("recycling WAL segments: {e}"))?;
         }
@@ -109,10 +109,13 @@ fn write(p: &Persistence, keyspace: &Keyspace) -> Result<Taken, String> {
     Ok(Taken { lsn, bytes, millis: started.elapsed().as_millis() as u64, max_shard_copy_us })
 }
 
-/// Waits (polling) until the log is durable up to `lsn`.
+/// Waits (polling) until the log is durable up to `lsn`. Not while the log
+/// is held (logging restarting, `tier_switch`): the records it holds come
+/// after what is on disk and are written only once this snapshot, which
+/// covers them, is durable.
 fn wait_log_durable(p: &Persistence, lsn: u64) -> Result<(), WalError> {
-    let Some(wal) = p.wal() else { return Ok(()) };
-    while wal.durable_lsn() < lsn {
+    let Some(wal) = p.wal_opened() else { return Ok(()) };
+    while wal.durable_lsn() < lsn && !wal.is_held() {
         if let Err(e @ WalError::Failed(_)) = wal.check_writable() {
             return Err(e);
         }
@@ -148,10 +151,14 @@ fn remove_log(p: &Persistence) -> std::io::Result<()> {
 pub fn reload(server: &Server, from_log_only: bool) -> Result<(), String> {
     let p = &server.persistence;
     let keyspace = &server.keyspace;
+    // A restart of logging still waiting for its snapshot: the log on disk
+    // is whole only after it (taken before the shards are held: see
+    // `tier_switch::finish_enabling`).
+    super::tier_switch::finish_enabling(p, keyspace)?;
     let all: Vec<usize> = (0..keyspace.num_shards()).collect();
     let held = keyspace.hold_shards(&all);
     if from_log_only {
-        if let Some(wal) = p.wal() {
+        if let Some(wal) = p.wal_opened() {
             wait_log_durable(p, wal.last_lsn()).map_err(|e| e.to_string())?;
         }
     } else {
@@ -193,16 +200,40 @@ pub fn spawn_scheduler(server: std::sync::Arc<Server>) -> std::io::Result<std::t
         cairn_engine::thread_priority::lower_this_thread(SNAPSHOT_NICE, "snapshot");
         let p = &server.persistence;
         while !server.shutdown.is_triggered() {
-            std::thread::sleep(Duration::from_millis(200));
+            nap(p);
             if p.is_loading() {
                 continue;
             }
+            if p.enabling.load(Ordering::Acquire) {
+                if super::tier_switch::finish_enabling(p, &server.keyspace).is_ok() {
+                    server.last_save_secs.store(cairn_engine::clock::now_ms() / 1000, Ordering::Relaxed);
+                } else {
+                    // Retried, as Redis retries a failed rewrite.
+                    std::thread::sleep(Duration::from_secs(1));
+                }
+                continue;
+            }
             if p.snapshot_requested.swap(false, Ordering::AcqRel) || due(&server) {
-                let _ = take(p, &server.keyspace);
+                let rewrite = p.rewrite_requested.load(Ordering::Acquire);
+                let result = take(p, &server.keyspace);
+                if rewrite {
+                    p.last_rewrite_ok.store(result.is_ok(), Ordering::Release);
+                    p.rewrite_requested.store(false, Ordering::Release);
+                }
                 server.last_save_secs.store(cairn_engine::clock::now_ms() / 1000, Ordering::Relaxed);
             }
         }
     })
+}
+
+/// Sleeps up to 200 ms, less when logging restarts or a BGSAVE asks.
+fn nap(p: &Persistence) {
+    for _ in 0..20 {
+        if p.enabling.load(Ordering::Acquire) || p.snapshot_requested.load(Ordering::Acquire) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// Whether a save point is reached, the log grew enough, or enough time
@@ -224,7 +255,7 @@ fn save_point_reached(server: &Server) -> bool {
 /// Snapshots that keep the log short: by its growth, and by time.
 fn log_snapshot_due(server: &Server) -> bool {
     let p = &server.persistence;
-    let Some(wal) = p.wal() else { return false };
+    let Some(wal) = p.wal_opened() else { return false };
     let grown = wal
         .stats()
         .bytes_written

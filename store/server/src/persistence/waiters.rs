@@ -110,7 +110,7 @@ impl<'a> DurableWait<'a> {
     }
 
     fn settled(&self) -> Option<Result<(), WalError>> {
-        let wal = self.persistence.wal()?;
+        let wal = self.persistence.wal_opened()?;
         if wal.durable_lsn() >= self.lsn {
             return Some(Ok(()));
         }
@@ -125,7 +125,7 @@ impl Future for DurableWait<'_> {
     type Output = Result<(), WalError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        if self.persistence.wal().is_none() {
+        if self.persistence.wal_opened().is_none() {
             return Poll::Ready(Ok(()));
         }
         if let Some(done) = self.settled() {

@@ -5,82 +5,33 @@
 //! some prefix of the commands that includes every acknowledged one (in the
 //! `sync` sense: every command whose record was covered by an fdatasync).
 //! A reference server without a log runs the same commands and records the
-//! digest after each. Also: fsync failures and a full disk.
+//! digest after each. In a third of the runs the workload also changes
+//! the tier (`CONFIG SET appendonly`/`appendfsync`, `none` included, and the
+//! snapshot that logging restarts from, taken at a random later step), so
+//! a cut may land in any phase of a runtime tier change. Also: fsync
+//! failures and a full disk.
 //!
 //! `CAIRN_CRASH_POINTS` sets the number of crash points (default 10,000).
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-use std::path::PathBuf;
-use std::sync::Arc;
-
 use cairn_engine::durability::sim::SimStorage;
-use cairn_engine::durability::{Storage, Tier};
-use cairn_protocol::{ProtocolVersion, ReplyWriter};
-use cairn_server::client::{Client, ClientHandle};
-use cairn_server::commands::{dispatch, table, Ctx};
-use cairn_server::persistence::Persistence;
-use cairn_server::server::Server;
-use cairn_server::stats::WorkerStats;
-use cairn_server::{Config, Shutdown};
+use cairn_engine::durability::Tier;
 use rand::rngs::StdRng;
+
+use crate::common::sim_node::SimNode as Node;
 use rand::{Rng, SeedableRng};
 
-/// A server driven without sockets.
-struct Node {
-    server: Server,
-    client: Client,
-    /// A second client for DEBUG DIGEST (outside the workload's MULTI/SELECT).
-    observer: Client,
-    stats: WorkerStats,
-}
-
-impl Node {
-    fn new(disk: &SimStorage, tier: Tier) -> Node {
-        let mut config = Config::for_tests(&PathBuf::from("/data"));
-        config.durability = tier;
-        config.shards = 8;
-        config.databases = 4;
-        // Small segments: rotation and recycling happen within a short workload.
-        config.wal_segment_bytes = 16 << 10;
-        let storage: Arc<dyn Storage> = Arc::new(disk.clone());
-        let mut persistence = Persistence::with_storage(&config, storage);
-        persistence.background_sync = false;
-        let server = Server::with_persistence(config, 0, 1, Shutdown::new(), persistence);
-        cairn_server::persistence::recover::recover(&server).expect("recovery");
-        server.persistence.loading.store(false, std::sync::atomic::Ordering::Release);
-        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
-        let mut client = Client::new(Arc::new(ClientHandle::new(1, addr, addr, -1, 0, 0)), false);
-        // No connection here to wait on a blocked command: blocking commands
-        // act as their non-blocking forms (as inside MULTI).
-        client.block = cairn_server::blocking::BlockState::Denied;
-        let observer = Client::new(Arc::new(ClientHandle::new(2, addr, addr, -1, 0, 0)), false);
-        Node { server, client, observer, stats: WorkerStats::new(table::stat_count()) }
-    }
-
-    fn run(&mut self, args: &[&[u8]]) -> Vec<u8> {
-        let mut out = Vec::new();
-        let mut ctx = Ctx::new(
-            &self.server,
-            &mut self.client,
-            ReplyWriter::new(&mut out, ProtocolVersion::Resp2),
-            &self.stats,
-            cairn_engine::clock::now_ms(),
-        );
-        dispatch(&mut ctx, args);
-        out
-    }
-
-    fn digest(&mut self) -> Vec<u8> {
-        std::mem::swap(&mut self.client, &mut self.observer);
-        let d = self.run(&[b"DEBUG", b"DIGEST"]);
-        std::mem::swap(&mut self.client, &mut self.observer);
-        d
-    }
-
-    fn durable(&self) -> u64 {
-        self.server.persistence.wal().map_or(0, |w| w.durable_lsn())
-    }
+/// A runtime tier change for the workload.
+fn random_tier_change(rng: &mut StdRng) -> Vec<Vec<u8>> {
+    let (name, value): (&[u8], &[u8]) = match rng.gen_range(0..5) {
+        0 => (b"appendonly", b"no"),
+        1 => (b"appendonly", b"yes"),
+        2 => (b"appendfsync", b"always"),
+        3 => (b"appendfsync", b"everysec"),
+        _ => (b"appendfsync", b"no"),
+    };
+    vec![b"CONFIG".to_vec(), b"SET".to_vec(), name.to_vec(), value.to_vec()]
 }
 
 /// A random command from every write family (and a few reads).
@@ -169,11 +120,37 @@ fn crash_point(seed: u64) {
     let mut reference = Node::new(&reference_disk, Tier::None);
     let mut digests = vec![reference.digest()];
     let mut lsns = vec![0u64];
+    // Tier changes draw from their own generator, so runs without them
+    // replay the same workloads as before they existed.
+    let mut tiers = StdRng::seed_from_u64(seed ^ 0x7127_5eed);
+    let changes_tiers = seed % 3 == 0;
+    // The last step a completed snapshot covers (writes made while nothing
+    // was logged are durable only through one).
+    let mut snapshot_step = 0;
+    // A write was made without the log since the last snapshot: until a
+    // snapshot covers it, no later step is durable through an older record
+    // (a record appended after logging restarts is durable only after the
+    // snapshot that restart takes, so a new one clears this).
+    let mut unlogged_pending = false;
     let mut steps = rng.gen_range(1..80);
     if let Some(cap) = std::env::var("CAIRN_CRASH_STEPS").ok().and_then(|v| v.parse().ok()) {
         steps = steps.min(cap);
     }
     for _ in 0..steps {
+        if changes_tiers && node.client.multi.is_none() {
+            let p = &node.server.persistence;
+            if p.enabling.load(std::sync::atomic::Ordering::Acquire) && tiers.gen_range(0..6) == 0 {
+                // The snapshot thread's part of a restart of logging.
+                cairn_server::persistence::tier_switch::finish_enabling(p, &node.server.keyspace).expect("snapshot");
+                snapshot_step = lsns.len() - 1;
+                unlogged_pending = false;
+            }
+            if tiers.gen_range(0..12) == 0 {
+                let change = random_tier_change(&mut tiers);
+                let args: Vec<&[u8]> = change.iter().map(Vec::as_slice).collect();
+                assert_eq!(node.run(&args), b"+OK\r\n", "{change:?}");
+            }
+        }
         let mut cmd = random_command(&mut rng);
         if cmd[0] == b"SAVE" && rng.gen_range(0..4) != 0 {
             cmd = vec![b"PING".to_vec()];
@@ -184,6 +161,7 @@ fn crash_point(seed: u64) {
             cmd = vec![b"SADD".to_vec(), cmd[1].clone(), b"m".to_vec()];
         }
         let args: Vec<&[u8]> = cmd.iter().map(Vec::as_slice).collect();
+        let lsn_before = node.client.last_lsn;
         let r1 = node.run(&args);
         // Random or clock-dependent results: the reference applies what the
         // node did (SPOP's member, XADD's generated ID).
@@ -199,21 +177,28 @@ fn crash_point(seed: u64) {
             );
         }
         digests.push(reference.digest());
-        lsns.push(node.client.last_lsn);
+        let logging = node.server.persistence.tier().logs();
+        if !logging {
+            unlogged_pending = true;
+        } else if node.client.last_lsn > lsn_before {
+            unlogged_pending = false;
+        }
+        if cmd[0] == b"SAVE" && r1 == b"+OK\r\n" {
+            snapshot_step = lsns.len();
+            unlogged_pending = false;
+        }
+        // A write made while nothing is logged is never durable by the log.
+        lsns.push(if unlogged_pending { u64::MAX } else { node.client.last_lsn });
         match rng.gen_range(0..10) {
-            0..=2 => {
-                node.server.persistence.wal().unwrap().sync_round(true);
-            }
-            3 => {
-                node.server.persistence.wal().unwrap().sync_round(false);
-            }
+            0..=2 => node.sync_round(true),
+            3 => node.sync_round(false),
             _ => {}
         }
     }
     // In MULTI at the end: the queued commands never ran; fine either way.
     let durable = node.durable();
     // Acknowledged: every command whose record is covered by the durable LSN.
-    let acked = lsns.iter().rposition(|&l| l != 0 && l <= durable).unwrap_or(0);
+    let acked = lsns.iter().rposition(|&l| l != 0 && l <= durable).unwrap_or(0).max(snapshot_step);
     let tear = rng.gen_bool(0.7);
     if std::env::var("CAIRN_CRASH_VERBOSE").is_ok() {
         eprintln!("lsns {lsns:?} durable {durable} acked {acked} tear {tear}");
@@ -253,11 +238,11 @@ fn a_failed_fsync_is_never_acknowledged_and_stops_writes() {
     let disk = SimStorage::new();
     let mut node = Node::new(&disk, Tier::Everysec);
     node.run(&[b"SET", b"a", b"1"]);
-    node.server.persistence.wal().unwrap().sync_round(true);
+    node.sync_round(true);
     let before = node.durable();
     disk.set_fail_sync(true);
     node.run(&[b"SET", b"b", b"2"]);
-    node.server.persistence.wal().unwrap().sync_round(true);
+    node.sync_round(true);
     assert_eq!(node.durable(), before, "a failed fsync must not advance the durable LSN");
     let reply = node.run(&[b"SET", b"c", b"3"]);
     assert!(reply.starts_with(b"-MISCONF"), "{}", String::from_utf8_lossy(&reply));
@@ -276,7 +261,7 @@ fn a_full_disk_refuses_writes_until_space_returns() {
         for i in 0..20 {
             let key = format!("k{i}");
             node.run(&[b"SET", key.as_bytes(), &big]);
-            node.server.persistence.wal().unwrap().sync_round(true);
+            node.sync_round(true);
         }
     };
     // Use up the spare first, then make the disk full.
@@ -287,6 +272,6 @@ fn a_full_disk_refuses_writes_until_space_returns() {
     assert!(reply.starts_with(b"-MISCONF Disk full"), "{}", String::from_utf8_lossy(&reply));
     assert_eq!(config_node.run(&[b"EXISTS", b"k0"]), b":1\r\n", "reads keep working");
     disk.set_disk_full(false);
-    config_node.server.persistence.wal().unwrap().sync_round(true);
+    config_node.sync_round(true);
     assert_eq!(config_node.run(&[b"SET", b"x", b"y"]), b"+OK\r\n", "writes resume once space returns");
 }

@@ -37,5 +37,6 @@ mod scripting_workers;
 mod slowlog;
 mod sort;
 mod streams;
+mod tier_switch;
 mod tracking;
 mod zsets;

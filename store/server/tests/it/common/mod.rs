@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub mod http;
+pub mod sim_node;
 
 use cairn_server::{Config, RunningServer, Shutdown};
 use redis_protocol::resp3::decode::complete::decode;
@@ -42,6 +43,17 @@ impl TestServer {
         tweak(&mut config);
         let running = cairn_server::start(config, Shutdown::new()).expect("server starts");
         TestServer { running: Some(running), dir, _serial: serial }
+    }
+
+    /// Stops the server (a clean shutdown) and starts a new one on the same
+    /// data directory, its configuration tweaked as at the first start.
+    pub fn restart_with(&mut self, tweak: impl FnOnce(&mut Config)) {
+        if let Some(running) = self.running.take() {
+            running.stop();
+        }
+        let mut config = Config::for_tests(&self.dir);
+        tweak(&mut config);
+        self.running = Some(cairn_server::start(config, Shutdown::new()).expect("server restarts"));
     }
 
     pub fn addr(&self) -> SocketAddr {
