@@ -8,40 +8,48 @@
 //! `StrBytes`). Run with `--nocapture` to see the figures.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::Mutex;
+use std::cell::Cell;
 
 use cairn_engine::table::StrBytes;
 use cairn_engine::Table;
 
 struct Counting;
 
-static LIVE: AtomicI64 = AtomicI64::new(0);
+thread_local! {
+    /// Bytes this thread allocated and not freed (per thread, so the test
+    /// harness's own threads do not count).
+    static LIVE: Cell<i64> = const { Cell::new(0) };
+}
 
-// SAFETY: forwards to `System` unchanged and only adds to an atomic.
+fn count(delta: i64) {
+    let _ = LIVE.try_with(|live| live.set(live.get() + delta));
+}
+
+fn live() -> i64 {
+    LIVE.with(Cell::get)
+}
+
+// SAFETY: forwards to `System` unchanged and only adds to a const-initialised
+// thread-local without a destructor (no allocation, no panic).
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as i64, Ordering::Relaxed);
+        count(layout.size() as i64);
         unsafe { System.alloc(layout) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as i64, Ordering::Relaxed);
+        count(-(layout.size() as i64));
         unsafe { System.dealloc(ptr, layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(new_size as i64 - layout.size() as i64, Ordering::Relaxed);
+        count(new_size as i64 - layout.size() as i64);
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
-
-/// Tests in this binary measure one at a time (other threads' allocations
-/// would count).
-static SERIAL: Mutex<()> = Mutex::new(());
 
 const VALUE: [u8; 100] = [b'v'; 100];
 
@@ -54,11 +62,11 @@ fn key(i: usize) -> Vec<u8> {
 fn bytes_per_key(n: usize) -> (f64, usize) {
     let keys: Vec<Vec<u8>> = (0..n).map(key).collect();
     let mut table = Table::default();
-    let before = LIVE.load(Ordering::Relaxed);
+    let before = live();
     for k in &keys {
         table.insert(k, StrBytes(&VALUE), 0, 1);
     }
-    let used = LIVE.load(Ordering::Relaxed) - before;
+    let used = live() - before;
     let buckets = table.buckets();
     drop(table);
     (used as f64 / n as f64, buckets)
@@ -66,7 +74,6 @@ fn bytes_per_key(n: usize) -> (f64, usize) {
 
 #[test]
 fn a_small_string_key_costs_its_value_its_entry_and_a_pointer_slot() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // 114,688 keys fill 131,072 buckets to 7/8 (the densest a table gets);
     // one more key doubles the table (the sparsest: under half full).
     for (n, worst) in [(114_688, 183.0), (114_689, 193.0)] {
@@ -81,17 +88,16 @@ fn a_small_string_key_costs_its_value_its_entry_and_a_pointer_slot() {
 
 #[test]
 fn removing_keys_frees_their_entries_and_values() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let keys: Vec<Vec<u8>> = (0..10_000).map(key).collect();
     let mut table = Table::default();
     for k in &keys {
         table.insert(k, StrBytes(&VALUE), 0, 1);
     }
-    let full = LIVE.load(Ordering::Relaxed);
+    let full = live();
     for k in &keys {
         assert!(table.remove(k).is_some());
     }
-    let freed = full - LIVE.load(Ordering::Relaxed);
+    let freed = full - live();
     // Everything but the (not shrunk) slot array goes back.
     assert!(freed >= 10_000 * (100 + 72), "freed {freed} bytes");
 }
