@@ -1,7 +1,7 @@
-//! [`Key`]: a stored key. Keys of up to [`INLINE_CAPACITY`] bytes live inside
-//! the table's slot itself, so looking one up compares bytes already in the
-//! cache line the probe loaded (no pointer to chase, no allocation per key);
-//! longer keys are boxed.
+//! [`Key`]: a stored key. Keys of up to [`INLINE_CAPACITY`] bytes live inline,
+//! next to their entry in the one allocation a table slot points to, so a
+//! lookup follows one pointer and finds key and entry together (no second
+//! allocation per key); longer keys are boxed.
 
 use std::borrow::Borrow;
 use std::cmp::Ordering;
