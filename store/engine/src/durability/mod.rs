@@ -13,8 +13,6 @@
 //!   recycling after a snapshot).
 //! - [`wal`]: [`Wal`], the append buffer and the syncer (group commit);
 //!   `commit`: group commit among threads that wait for their own records.
-//! - `groups`: whether the `sync`-tier syncer gathers many writers as one
-//!   group or two that take turns.
 //! - [`stats`]: counters for INFO and metrics.
 //! - [`recovery`]: reading the log back at startup.
 //! - [`snapshot`]: snapshot files (point-in-time images as command records);
@@ -26,7 +24,6 @@
 pub mod checksum;
 mod commit;
 pub mod files;
-mod groups;
 pub mod rebuild;
 pub mod record;
 pub mod recovery;

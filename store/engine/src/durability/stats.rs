@@ -25,9 +25,6 @@ pub struct WalStats {
     pub fsync_micros_buckets: [AtomicU64; BUCKETS],
     pub group_size_buckets: [AtomicU64; BUCKETS],
     pub group_records_total: AtomicU64,
-    /// `sync`-tier rounds gathered as one of two groups taking turns
-    /// (`durability::groups`).
-    pub split_group_rounds: AtomicU64,
     sync_observer: OnceLock<SyncObserver>,
 }
 
@@ -55,7 +52,6 @@ impl Default for WalStats {
             fsync_micros_buckets: std::array::from_fn(|_| AtomicU64::new(0)),
             group_size_buckets: std::array::from_fn(|_| AtomicU64::new(0)),
             group_records_total: AtomicU64::new(0),
-            split_group_rounds: AtomicU64::new(0),
             sync_observer: OnceLock::new(),
         }
     }

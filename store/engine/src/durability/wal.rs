@@ -31,7 +31,6 @@ use thiserror::Error;
 
 use super::commit::Committers;
 use super::files::{prepare_spare, Files, SpareFill, SyncHandle, WriteError};
-use super::groups::{Gathering, GroupPlanner, Handoff};
 use super::record::{self, Header, Kind, Lsn};
 use super::stats::WalStats;
 use super::storage::Storage;
@@ -75,11 +74,6 @@ const GATHER_MAX: Duration = Duration::from_micros(50);
 /// (`Shared::let_busy_appenders_finish`): as [`GATHER_MAX`], under one
 /// fdatasync.
 const BUSY_APPENDERS_MAX: Duration = Duration::from_micros(50);
-
-/// The longest a round of two groups waits for its group
-/// (`Shared::gather_half`): a writer that left must not hold the others
-/// back for long.
-const HALF_GATHER_MAX: Duration = Duration::from_millis(1);
 
 /// The syncer's nice value in the `async` and `everysec` tiers, where no
 /// reply waits for it: when the CPUs are saturated, request processing goes
@@ -202,8 +196,6 @@ struct Shared {
     /// The LSN the next caller round waits for before it starts (see
     /// `Shared::gather`).
     gather_until: AtomicU64,
-    /// The hand-off to the `sync`-tier syncer (see [`super::groups`]).
-    handoff: Handoff,
     spare_wanted: Condvar,
     spare_lock: Mutex<()>,
 }
@@ -288,7 +280,6 @@ impl Wal {
             committers: Committers::default(),
             busy_appenders: options.busy_appenders.clone(),
             gather_until: AtomicU64::new(0),
-            handoff: Handoff::new(),
             spare_wanted: Condvar::new(),
             spare_lock: Mutex::new(()),
         });
@@ -420,7 +411,6 @@ impl Wal {
         if wake {
             self.shared.data_ready.notify_one();
         }
-        self.shared.handoff.appended(lsn);
         Ok(lsn)
     }
 
@@ -451,18 +441,6 @@ impl Wal {
         // Taking the lock orders this wake-up after a syncer's check for work.
         drop(self.shared.buffer.lock());
         self.shared.data_ready.notify_one();
-    }
-
-    /// Called by an appending thread about to wait for its records (the
-    /// server's connections, after executing a batch): when the `sync`-tier
-    /// syncer runs two groups and the one it gathers is complete, yields
-    /// this CPU once so a syncer sharing it starts the round now instead of
-    /// after the rest of this thread's work (see [`super::groups`]). Costs an
-    /// atomic load otherwise.
-    pub fn hand_off_to_syncer(&self) {
-        if self.shared.handoff.take_due() {
-            std::thread::yield_now();
-        }
     }
 
     /// One syncer round: write what is buffered and, if the tier says so,
@@ -578,7 +556,6 @@ impl Shared {
         let mut last_sync = Instant::now();
         // Records the previous round covered.
         let mut last_round = 0;
-        let mut planner = GroupPlanner::default();
         while !self.stop.load(Ordering::Acquire) {
             if self.syncer_generation.load(Ordering::Acquire) != generation {
                 return;
@@ -614,24 +591,15 @@ impl Shared {
             };
             let gathers = tier == Tier::Sync && self.syncers == 1;
             if gathers {
-                match planner.next() {
-                    Gathering::All => self.gather_expected(last_round),
-                    Gathering::Half(_) => {
-                        self.stats.split_group_rounds.fetch_add(1, Ordering::Relaxed);
-                        self.gather_half();
-                    }
-                }
-                self.handoff.plan_after_next(planner.after_next());
+                self.gather_expected(last_round);
             } else if tier == Tier::Sync {
                 self.let_busy_appenders_finish();
             }
-            let gathered = self.handoff.take_gathered_at();
             let round_started = Instant::now();
             let before = self.durable.load(Ordering::Acquire);
             self.round(due, index);
             if gathers {
                 last_round = self.expect_next_round(before);
-                self.plan_groups(&mut planner, round_started, gathered, last_round);
             }
             if due {
                 last_sync = round_started;
@@ -671,44 +639,6 @@ impl Shared {
         let mut buffer = self.buffer.lock();
         if self.sync_wanted.load(Ordering::Acquire) <= self.durable.load(Ordering::Acquire) {
             self.data_ready.wait_for(&mut buffer, tick);
-        }
-    }
-
-    /// After a `sync`-tier round: lets the planner decide the next round's
-    /// grouping and arms the hand-off for it. With one group the next round
-    /// gathers up to `gather_until` (the hand-off only times it); on a
-    /// split, the first half counts from the durable LSN (the round just
-    /// ended took everything up to it); later halves were armed when the
-    /// round took the buffer ([`Handoff::plan_after_next`]).
-    fn plan_groups(&self, planner: &mut GroupPlanner, started: Instant, gathered: Option<Instant>, covered: u64) {
-        let was_split = planner.is_split();
-        planner.record_round(started, Instant::now(), gathered.unwrap_or(started), covered);
-        let next_lsn = self.buffer.lock().next_lsn;
-        match planner.next() {
-            Gathering::All => self.handoff.arm(self.gather_until.load(Ordering::Acquire), false, next_lsn),
-            Gathering::Half(count) if !was_split => {
-                self.handoff.arm(self.durable.load(Ordering::Acquire) + count, true, next_lsn);
-            }
-            Gathering::Half(_) => {}
-        }
-    }
-
-    /// Before a round of two groups takes the buffer: waits until the group
-    /// it covers is complete (the hand-off's LSN appended), at most
-    /// [`GATHER_MAX`] once no worker is busy, and never longer than
-    /// [`HALF_GATHER_MAX`]. Yields the CPU between looks: on a CPU it shares
-    /// with a worker, the worker's hand-off brings it back when the group is
-    /// complete.
-    fn gather_half(&self) {
-        let until = self.handoff.target();
-        let started = Instant::now();
-        while self.buffer.lock().next_lsn <= until {
-            let elapsed = started.elapsed();
-            let idle = self.busy_appenders.as_ref().is_none_or(|busy| busy.load(Ordering::Acquire) == 0);
-            if elapsed >= HALF_GATHER_MAX || (idle && elapsed >= GATHER_MAX) {
-                return;
-            }
-            std::thread::yield_now();
         }
     }
 
@@ -867,7 +797,6 @@ impl Shared {
         let (last, bytes) = {
             let mut buffer = self.buffer.lock();
             let last = buffer.next_lsn - 1;
-            self.handoff.taken(last, buffer.next_lsn);
             // Counted before it leaves the buffer (a gauge may count it twice, never zero times).
             self.in_flight.store(buffer.bytes.capacity(), Ordering::Relaxed);
             (last, std::mem::replace(&mut buffer.bytes, empty))

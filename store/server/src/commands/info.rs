@@ -237,7 +237,6 @@ fn persistence_section(server: &Server, out: &mut String) -> &'static str {
         field!(out, "cairn_avg_fsync_us", s.fsync_micros_total.load(Ordering::Relaxed) / fsyncs.max(1));
         field!(out, "cairn_last_group_size", s.last_group_records.load(Ordering::Relaxed));
         field!(out, "cairn_avg_group_size", s.group_records_total.load(Ordering::Relaxed) / fsyncs.max(1));
-        field!(out, "cairn_split_group_rounds", s.split_group_rounds.load(Ordering::Relaxed));
         field!(out, "cairn_wal_bytes", s.bytes_written.load(Ordering::Relaxed));
         field!(out, "cairn_wal_segments", w.segment_count());
         if let Some(message) = w.health_message() {

@@ -241,11 +241,6 @@ impl Persistence {
     /// never be durable). A full disk keeps waiting: the records are kept and
     /// written once space returns.
     pub async fn wait_durable(&self, lsn: Lsn) -> Result<(), WalError> {
-        if let Some(wal) = self.wal() {
-            // When this batch completed the group the syncer gathers, let a
-            // syncer on this CPU start its round before the next batch.
-            wal.hand_off_to_syncer();
-        }
         waiters::DurableWait::new(self, lsn).await
     }
 
