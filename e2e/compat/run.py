@@ -526,6 +526,29 @@ def update_baseline(baseline: dict, kind: str, results: dict[str, UnitResult]) -
             entry["cairn_failing"] = [name for name, _ in result.failures]
 
 
+# Tests whose outcome against Cairn depends on how long Cairn takes, not on what
+# it does: a failure of one of these does not count against the ratchet (it is
+# still reported). Each needs its reason.
+TIMING_DEPENDENT = {
+    "unit/latency-monitor": {
+        # Needs the active-expiry pass that frees a 1M-member set to take at
+        # least 20 ms (latency-monitor-threshold). Redis frees it member by
+        # member; Cairn's pass took 15-25 ms on this machine (18 ms in
+        # `LATENCY LATEST` with the threshold at 1), so the event is recorded
+        # or not depending on the moment's CPU speed.
+        "LATENCY of expire events are correctly collected",
+    },
+}
+
+
+def ratchet_passed(unit: str, result: UnitResult) -> int:
+    """Passed count for the ratchet: passes plus failures of timing-dependent tests."""
+    excused = [name for name, _ in result.failures if name in TIMING_DEPENDENT.get(unit, set())]
+    for name in excused:
+        print(f"note: {unit}: timing-dependent test failed, not counted against the ratchet: {name}")
+    return result.passed + len(excused)
+
+
 def committed_cairn_passed(baseline: dict, unit: str) -> int | None:
     return baseline["units"].get(unit, {}).get("cairn", {}).get("passed")
 
@@ -537,7 +560,7 @@ def check_ratchet(units: list[str], baseline: dict, cairn: dict[str, UnitResult]
         committed = committed_cairn_passed(baseline, unit)
         if committed is None:
             print(f"note: {unit} has no committed Cairn count; run --write-doc to add it")
-        elif cairn[unit].passed < committed:
+        elif ratchet_passed(unit, cairn[unit]) < committed:
             regressions.append(f"{unit}: Cairn passed {cairn[unit].passed} < committed {committed}")
         elif cairn[unit].passed > committed:
             print(f"note: {unit}: Cairn passed {cairn[unit].passed} > committed {committed}; "
@@ -549,7 +572,7 @@ def retry_short_units(units: list[str], baseline: dict, cairn: dict[str, UnitRes
                       args: argparse.Namespace) -> None:
     """Reruns units below the ratchet (timing flakes on a loaded machine) and keeps the best run."""
     for _ in range(args.retries):
-        short = [u for u in units if cairn[u].passed < (committed_cairn_passed(baseline, u) or 0)]
+        short = [u for u in units if ratchet_passed(u, cairn[u]) < (committed_cairn_passed(baseline, u) or 0)]
         if not short:
             return
         print(f"retrying below the ratchet: {', '.join(short)}")
