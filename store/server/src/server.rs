@@ -90,6 +90,9 @@ impl Server {
         let num_commands = crate::commands::table::stat_count();
         let started_ms = cairn_engine::clock::now_ms();
         let runtime = RuntimeConfig::new(&config);
+        // `CONFIG GET port` reports the port clients reach (with `--port 0`
+        // the system picked it; Redis's 0 would mean no TCP listener).
+        runtime.set_all(&[("port", port.to_string())]);
         let keyspace = Keyspace::with_events(config.databases, config.shards, runtime.key_events.clone());
         let pubsub = Arc::new(crate::pubsub::PubSub::default());
         crate::notify::install(keyspace.events(), pubsub.clone());
