@@ -35,7 +35,7 @@ impl Session {
         let handle = Arc::new(ClientHandle::new(server.clients.next_id(), IN_PROCESS, IN_PROCESS, -1, 0, now));
         // An in-process call reads its own reply only: no pushes.
         handle.accepts_pushes.store(false, std::sync::atomic::Ordering::Relaxed);
-        let mut client = Client::new(handle, false);
+        let mut client = Client::new(handle, false, cairn_server::acl::internal_user());
         // Nothing could ever serve a blocked in-process call: BLPOP and
         // friends act as their non-blocking forms, as inside MULTI.
         client.block = BlockState::Denied;

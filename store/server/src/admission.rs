@@ -52,7 +52,9 @@ pub(crate) async fn admit<'a>(
     let handle = Arc::new(ClientHandle::new(server.clients.next_id(), peer, local, stream.as_raw_fd(), worker, now));
     server.clients.register(handle.clone());
     let registration = Registration { server, id: handle.id };
-    Some((Client::new(handle, server.requires_auth()), registration))
+    let user = server.runtime.acl.default_user();
+    handle.set_user(user.clone());
+    Some((Client::new(handle, server.requires_auth(), user), registration))
 }
 
 /// Forgets what an ended connection's client left in shared registries:

@@ -346,7 +346,8 @@ fn rerun(server: &Server, stats: &WorkerStats, waiter: &Waiter) -> Option<(Vec<u
     let index = table::lookup(&waiter.args[0])?;
     let spec = table::spec(index);
     let _running = server.tracking.is_active().then(|| crate::tracking::current::enter(waiter.client.id));
-    let mut client = Client::new(waiter.client.clone(), false);
+    // Admitted when it blocked: its command runs again unchecked.
+    let mut client = Client::new(waiter.client.clone(), false, crate::acl::internal_user());
     client.db = waiter.db;
     client.protocol = waiter.protocol;
     client.block = BlockState::Retrying;

@@ -64,6 +64,9 @@ pub struct ClientHandle {
     /// or at once when it is idle (see [`crate::tracking`]).
     pub inbox: crate::tracking::inbox::Inbox,
     killed: AtomicBool,
+    /// The ACL user this connection authenticated as (set at admission and
+    /// by AUTH/HELLO; `None` only before admission).
+    user: Mutex<Option<Arc<crate::acl::User>>>,
     /// Wakes the connection: a kill, or a message in the inbox.
     wake: Notify,
 }
@@ -91,8 +94,23 @@ impl ClientHandle {
             accepts_pushes: AtomicBool::new(true),
             inbox: crate::tracking::inbox::Inbox::default(),
             killed: AtomicBool::new(false),
+            user: Mutex::new(None),
             wake: Notify::new(),
         }
+    }
+
+    /// The ACL user of this connection.
+    pub fn user(&self) -> Option<Arc<crate::acl::User>> {
+        self.user.lock().clone()
+    }
+
+    /// The ACL user's name (`default` before admission).
+    pub fn user_name(&self) -> String {
+        self.user.lock().as_ref().map_or_else(|| crate::acl::DEFAULT_USER.to_string(), |u| u.name.clone())
+    }
+
+    pub fn set_user(&self, user: Arc<crate::acl::User>) {
+        *self.user.lock() = Some(user);
     }
 
     /// Asks the connection to close (CLIENT KILL).
@@ -194,6 +212,9 @@ pub struct WatchedKey {
 #[derive(Debug)]
 pub struct Client {
     pub handle: Arc<ClientHandle>,
+    /// The ACL user its commands are checked against (the handle keeps it
+    /// for the other threads: CLIENT LIST, ACL DELUSER, scripts).
+    pub user: Arc<crate::acl::User>,
     pub db: usize,
     pub protocol: ProtocolVersion,
     pub authenticated: bool,
@@ -254,9 +275,10 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn new(handle: Arc<ClientHandle>, needs_auth: bool) -> Self {
+    pub fn new(handle: Arc<ClientHandle>, needs_auth: bool, user: Arc<crate::acl::User>) -> Self {
         Client {
             handle,
+            user,
             db: 0,
             protocol: ProtocolVersion::Resp2,
             authenticated: !needs_auth,

@@ -83,6 +83,10 @@ pub const PARAMS: &[Param] = &[
     p("maxmemory-policy", Kind::Enum(POLICIES), "noeviction", true),
     p("maxmemory-samples", Kind::Int { min: 1, max: 64 }, "5", true),
     p("timeout", Kind::Int { min: 0, max: INT_MAX }, "0", true),
+    // A primary with fewer good replicas than this refuses writes
+    // (NOREPLICAS); Cairn has no replicas, so any value above 0 does.
+    p("min-replicas-to-write", Kind::Int { min: 0, max: INT_MAX }, "0", true),
+    p("min-replicas-max-lag", Kind::Int { min: 0, max: INT_MAX }, "10", true),
     p("requirepass", Kind::Str, "", true),
     // Mutable in Redis 7; Cairn accepts only the current value (its
     // listeners are bound at start).
@@ -196,6 +200,8 @@ const ALIASES: &[(&str, &str)] = &[
     ("zset-max-ziplist-value", "zset-max-listpack-value"),
     ("list-max-ziplist-size", "list-max-listpack-size"),
     ("slaveof", "replicaof"),
+    ("min-slaves-to-write", "min-replicas-to-write"),
+    ("min-slaves-max-lag", "min-replicas-max-lag"),
 ];
 
 /// Parameters CONFIG GET returns only when asked for by their exact name,
@@ -341,6 +347,15 @@ pub struct RuntimeConfig {
     pub busy_reply_threshold_ms: AtomicU64,
     pub lfu_policy: AtomicBool,
     pub requirepass: RwLock<Option<String>>,
+    /// `min-replicas-to-write` and `min-replicas-max-lag` (see
+    /// [`RuntimeConfig::lacks_good_replicas`]).
+    pub min_replicas_to_write: AtomicUsize,
+    pub min_replicas_max_lag: AtomicUsize,
+    /// `DEBUG SET-DISABLE-DENY-SCRIPTS 1`: scripts may call the commands
+    /// Redis flags `noscript` (its tests use it to call CLIENT LIST, DEBUG).
+    pub disable_deny_scripts: AtomicBool,
+    /// The ACL users; `requirepass` is the default user's password.
+    pub acl: crate::acl::Acl,
     /// `maxmemory` in bytes (0: no limit).
     pub maxmemory: AtomicU64,
     /// `maxmemory-policy` as a [`crate::maxmemory::policy::Policy`].
@@ -384,6 +399,10 @@ impl RuntimeConfig {
             busy_reply_threshold_ms: AtomicU64::new(0),
             lfu_policy: AtomicBool::new(false),
             requirepass: RwLock::new(None),
+            acl: crate::acl::Acl::new(None),
+            disable_deny_scripts: AtomicBool::new(false),
+            min_replicas_to_write: AtomicUsize::new(0),
+            min_replicas_max_lag: AtomicUsize::new(10),
             key_events: Arc::default(),
             slowlog: crate::slowlog::SlowLog::default(),
             latency: Arc::default(),
@@ -402,6 +421,14 @@ impl RuntimeConfig {
     }
 
     /// `latency-tracking-info-percentiles`, for INFO latencystats.
+    /// Whether writes are refused with NOREPLICAS: `min-replicas-to-write`
+    /// asks for good replicas (and `min-replicas-max-lag` is set), and this
+    /// server, which has none, is a primary (Redis's `checkGoodReplicasStatus`).
+    #[inline]
+    pub fn lacks_good_replicas(&self) -> bool {
+        self.min_replicas_to_write.load(Ordering::Relaxed) > 0 && self.min_replicas_max_lag.load(Ordering::Relaxed) > 0
+    }
+
     pub fn info_percentiles(&self) -> Vec<f64> {
         let text = self.get("latency-tracking-info-percentiles").unwrap_or_default();
         crate::latency_stats::parse_percentiles(&text).unwrap_or_default()
@@ -446,6 +473,8 @@ impl RuntimeConfig {
             "proto-max-bulk-len" => self.proto_max_bulk_len.store(as_usize(), Ordering::Relaxed),
             "client-query-buffer-limit" => self.client_query_buffer_limit.store(as_usize(), Ordering::Relaxed),
             "maxclients" => self.maxclients.store(as_usize(), Ordering::Relaxed),
+            "min-replicas-to-write" => self.min_replicas_to_write.store(as_usize(), Ordering::Relaxed),
+            "min-replicas-max-lag" => self.min_replicas_max_lag.store(as_usize(), Ordering::Relaxed),
             "timeout" => self.timeout_secs.store(as_usize() as u64, Ordering::Relaxed),
             "busy-reply-threshold" => self.busy_reply_threshold_ms.store(as_usize() as u64, Ordering::Relaxed),
             "maxmemory-policy" => {
@@ -459,7 +488,11 @@ impl RuntimeConfig {
             "lfu-log-factor" => cairn_engine::access::ACCESS.set_log_factor(as_usize() as u64),
             "lfu-decay-time" => cairn_engine::access::ACCESS.set_decay_minutes(as_usize() as u64),
             "maxmemory" => self.maxmemory.store(as_usize() as u64, Ordering::Relaxed),
-            "requirepass" => *self.requirepass.write() = Some(value.to_string()).filter(|v| !v.is_empty()),
+            "requirepass" => {
+                let password = Some(value.to_string()).filter(|v| !v.is_empty());
+                self.acl.set_requirepass(password.as_deref());
+                *self.requirepass.write() = password;
+            }
             "notify-keyspace-events" => self.key_events.set_flags(events::parse_flags(value).unwrap_or(0)),
             "slowlog-log-slower-than" => self.slowlog.set_threshold_us(value.parse().unwrap_or(-1)),
             "slowlog-max-len" => self.slowlog.set_max_len(as_usize()),

@@ -49,6 +49,7 @@
 //! Tests start a server in-process with [`start`] on an ephemeral port; the
 //! binary calls [`run`].
 
+pub mod acl;
 pub mod admin;
 mod admission;
 pub mod blocking;

@@ -198,7 +198,7 @@ impl Server {
 
     /// Whether new connections must authenticate.
     pub fn requires_auth(&self) -> bool {
-        self.runtime.requirepass.read().is_some()
+        self.runtime.acl.requires_auth()
     }
 }
 

@@ -193,7 +193,7 @@ pub fn describe(
     format!(
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub=0 multi=-1 \
          qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} \
-         user=default redir={} resp={} lib-name={} lib-ver={}",
+         user={} redir={} resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
         c.local_addr,
@@ -207,6 +207,7 @@ pub fn describe(
         psub,
         qbuf,
         cmd,
+        c.user_name(),
         redir,
         c.resp.load(Ordering::Relaxed),
         lib_name,
@@ -297,7 +298,6 @@ pub fn monitor(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
 }
 
 /// The one user every connection runs as.
-const DEFAULT_USER: &str = "default";
 
 /// A CLIENT KILL filter.
 #[derive(Default)]
@@ -320,12 +320,12 @@ impl KillFilter {
             && self.addr.as_ref().is_none_or(|a| *a == c.addr.to_string())
             && self.laddr.as_ref().is_none_or(|a| *a == c.local_addr.to_string())
             && self.client_type.is_none_or(|t| t == Some(c.is_subscriber()))
-            && self.user.as_ref().is_none_or(|u| u == DEFAULT_USER)
+            && self.user.as_ref().is_none_or(|u| *u == c.user_name())
             && self.max_age.is_none_or(|age| now_ms.saturating_sub(c.created_ms) / 1000 >= age)
     }
 }
 
-fn parse_kill_filter(args: &[&[u8]]) -> Result<KillFilter, CmdError> {
+fn parse_kill_filter(args: &[&[u8]], acl: &crate::acl::Acl) -> Result<KillFilter, CmdError> {
     let mut f = KillFilter { skip_me: true, ..KillFilter::default() };
     for pair in args.chunks(2) {
         let [key, value] = pair else { return Err(CmdError::Syntax) };
@@ -348,8 +348,7 @@ fn parse_kill_filter(args: &[&[u8]]) -> Result<KillFilter, CmdError> {
                 return Err(CmdError::err(format!("Unknown client type '{}'", text(value))));
             }
         } else if is(key, "user") {
-            // The only user there is (no ACL users yet).
-            if text(value) != DEFAULT_USER {
+            if acl.get(&text(value)).is_none() {
                 return Err(CmdError::err(format!("No such user '{}'", text(value))));
             }
             f.user = Some(text(value));
@@ -385,7 +384,7 @@ fn kill(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         ctx.out.ok();
         return Ok(());
     }
-    let filter = parse_kill_filter(args)?;
+    let filter = parse_kill_filter(args, &ctx.server.runtime.acl)?;
     let victims: Vec<Arc<ClientHandle>> =
         ctx.server.clients.snapshot().into_iter().filter(|c| filter.matches(c, me, ctx.now_ms)).collect();
     for victim in &victims {

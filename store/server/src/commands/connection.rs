@@ -44,16 +44,14 @@ pub fn quit(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
 
 const WRONGPASS: CmdError = CmdError::Static("WRONGPASS invalid username-password pair or user is disabled.");
 
-/// Checks a username/password pair against `requirepass` (user `default` only).
-fn check_credentials(ctx: &Ctx<'_>, user: &[u8], password: &[u8]) -> CmdResult {
-    if user != b"default" {
-        return Err(WRONGPASS);
-    }
-    match ctx.server.runtime.requirepass.read().as_deref() {
-        None => Ok(()),
-        Some(expected) if expected.as_bytes() == password => Ok(()),
-        Some(_) => Err(WRONGPASS),
-    }
+/// Checks a username/password pair against the ACL users; on success the
+/// connection runs as that user from now on.
+fn log_in(ctx: &mut Ctx<'_>, user: &[u8], password: &[u8]) -> CmdResult {
+    let user = ctx.server.runtime.acl.authenticate(user, password).ok_or(WRONGPASS)?;
+    ctx.client.handle.set_user(user.clone());
+    ctx.client.user = user;
+    ctx.client.authenticated = true;
+    Ok(())
 }
 
 pub fn auth(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
@@ -68,8 +66,7 @@ pub fn auth(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
              Are you sure your configuration is correct?",
         ));
     }
-    check_credentials(ctx, user, password)?;
-    ctx.client.authenticated = true;
+    log_in(ctx, user, password)?;
     ctx.out.ok();
     Ok(())
 }
@@ -100,8 +97,7 @@ pub fn hello(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         }
     }
     if let Some((user, password)) = credentials {
-        check_credentials(ctx, user, password)?;
-        ctx.client.authenticated = true;
+        log_in(ctx, user, password)?;
     }
     if !ctx.client.authenticated {
         return Err(CmdError::Static(

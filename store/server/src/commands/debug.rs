@@ -19,7 +19,10 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         if secs > 0.0 {
             // Like Redis, this blocks the whole worker: tests use it to let time pass server-side.
             std::thread::sleep(Duration::from_secs_f64(secs.min(3600.0)));
-            ctx.now_ms = cairn_engine::clock::now_ms();
+            // A script's time stands still while it runs (as in Redis 7).
+            if ctx.client.origin != crate::client::Origin::Script {
+                ctx.now_ms = cairn_engine::clock::now_ms();
+            }
         }
         ctx.out.ok();
     } else if is(sub, "set-active-expire") && args.len() == 3 {
@@ -40,6 +43,10 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         // so only the argument is checked.
         crate::config_params::parse_memory(&text(args[2]))
             .ok_or(CmdError::Static("ERR argument must be a memory value bigger than 1 and smaller than 4gb"))?;
+        ctx.out.ok();
+    } else if is(sub, "set-disable-deny-scripts") && args.len() == 3 {
+        let disabled = super::int_arg(args[2])? != 0;
+        ctx.server.runtime.disable_deny_scripts.store(disabled, std::sync::atomic::Ordering::Relaxed);
         ctx.out.ok();
     } else if is(sub, "jmap") || is(sub, "change-repl-id") {
         ctx.out.ok();
@@ -84,7 +91,9 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 fn object(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult {
     let db = ctx.db();
     let mut shard = ctx.server.keyspace.lock_key(key);
-    let Some(entry) = shard.db(db).get(key, ctx.now_ms) else { return Err(CmdError::NoSuchKey) };
+    // As Redis, a key whose time has passed but is not deleted yet is found
+    // (DEBUG OBJECT looks at the table, not at expiry).
+    let Some(entry) = shard.db(db).peek(key, 0) else { return Err(CmdError::NoSuchKey) };
     let idle = cairn_engine::clock::access_clock(ctx.now_ms).wrapping_sub(entry.access);
     let line = format!(
         "Value at:{:p} refcount:1 encoding:{} serializedlength:{} lru:{} lru_seconds_idle:{}",

@@ -55,6 +55,9 @@ fn fcall_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], read_only: bool) -> CmdResul
     if flags & (NO_WRITES | ALLOW_OOM) == 0 && out_of_memory(ctx) {
         return Err(CmdError::Static(crate::maxmemory::OOM));
     }
+    if !no_writes && ctx.server.runtime.lacks_good_replicas() {
+        return Err(CmdError::Static(super::NOREPLICAS));
+    }
     let numkeys = numkeys as usize;
     let request = ScriptRequest {
         sha: name.clone(),
@@ -62,6 +65,7 @@ fn fcall_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], read_only: bool) -> CmdResul
         keys: args[3..3 + numkeys].iter().map(|a| a.to_vec()).collect(),
         argv: args[3 + numkeys..].iter().map(|a| a.to_vec()).collect(),
         read_only: no_writes,
+        allow_oom: flags & ALLOW_OOM != 0,
         function: Some(FunctionTarget {
             library,
             key: name.to_ascii_lowercase(),

@@ -5,6 +5,7 @@
 //! (`args[0]` is the command name), act on the keyspace, and write their reply
 //! through `ctx.out`, or return a [`CmdError`] that the dispatcher writes.
 
+pub mod acl;
 pub mod bits;
 pub mod client;
 pub mod client_tracking;
@@ -123,6 +124,13 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
         abort_multi(ctx);
         return;
     }
+    if spec.flags & table::WRITE != 0 && no_good_replicas(ctx) {
+        ctx.out.error(NOREPLICAS);
+        record_error(ctx);
+        counters.rejected.add(1);
+        abort_multi(ctx);
+        return;
+    }
     if out_of_memory(ctx, index) {
         ctx.out.error(crate::maxmemory::OOM);
         record_error(ctx);
@@ -220,6 +228,15 @@ fn record_latency_event(ctx: &Ctx<'_>, spec: &table::CommandSpec, duration_us: u
     ctx.server.runtime.latency.record(event, duration_us / 1000);
 }
 
+/// Redis's reply to a write when `min-replicas-to-write` is not met.
+pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+
+/// A write command while `min-replicas-to-write` is not met (a command of
+/// EXEC or of a script was checked by them: their clients do not block).
+fn no_good_replicas(ctx: &Ctx<'_>) -> bool {
+    ctx.server.runtime.lacks_good_replicas() && !matches!(ctx.client.block, crate::blocking::BlockState::Denied)
+}
+
 /// A `denyoom` command while memory is above `maxmemory` after eviction,
 /// which every command runs first, as in Redis's `processCommand`; commands
 /// inside EXEC were checked by EXEC. One relaxed load when no limit is set.
@@ -269,6 +286,9 @@ fn admit(ctx: &Ctx<'_>, spec: &table::CommandSpec, args: &[&[u8]]) -> CmdResult 
     if !ctx.client.authenticated && spec.flags & table::NO_AUTH == 0 {
         return Err(CmdError::NoAuth);
     }
+    if !ctx.client.user.is_unrestricted() {
+        check_acl(ctx, spec, args)?;
+    }
     if ctx.client.pubsub.is_some()
         && ctx.client.protocol == cairn_protocol::ProtocolVersion::Resp2
         && !pubsub::allowed_when_subscribed(spec.name)
@@ -276,6 +296,28 @@ fn admit(ctx: &Ctx<'_>, spec: &table::CommandSpec, args: &[&[u8]]) -> CmdResult 
         return Err(pubsub::refused_when_subscribed(spec.name, args));
     }
     Ok(())
+}
+
+/// A restricted ACL user's command (the default user never gets here): a
+/// `NOPERM` error for a command, key or channel it may not use. A deleted
+/// user's connection is closed (as Redis does).
+#[cold]
+fn check_acl(ctx: &Ctx<'_>, spec: &table::CommandSpec, args: &[&[u8]]) -> CmdResult {
+    let user = &ctx.client.user;
+    if user.is_removed() {
+        ctx.client.handle.kill();
+        return Err(CmdError::Message(crate::acl::Denied::Removed.message()));
+    }
+    // AUTH, HELLO and the like run whatever the user (as in Redis).
+    if spec.flags & table::NO_AUTH != 0 {
+        return Ok(());
+    }
+    crate::acl::check::check(&user.rules(), spec.name, args).map_err(|denied| {
+        CmdError::Message(match ctx.client.origin {
+            crate::client::Origin::Script => denied.script_message(),
+            _ => denied.message(),
+        })
+    })
 }
 
 /// Counts an error reply the command wrote, if any; returns whether it did.

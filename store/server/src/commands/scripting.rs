@@ -59,6 +59,10 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], by_sha: bool, read_only: bool
     if flags.is_some_and(|s| !s.no_writes && !s.allow_oom) && super::functions::out_of_memory(ctx) {
         return Err(CmdError::Static(crate::maxmemory::OOM));
     }
+    // Likewise a shebang script that may write needs the good replicas.
+    if flags.is_some_and(|s| !s.no_writes) && ctx.server.runtime.lacks_good_replicas() {
+        return Err(CmdError::Static(super::NOREPLICAS));
+    }
     let read_only = read_only || flags.is_some_and(|s| s.no_writes);
     let request = ScriptRequest {
         sha,
@@ -66,6 +70,7 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], by_sha: bool, read_only: bool
         keys: args[3..3 + numkeys].iter().map(|a| a.to_vec()).collect(),
         argv: args[3 + numkeys..].iter().map(|a| a.to_vec()).collect(),
         read_only,
+        allow_oom: flags.is_some_and(|s| s.allow_oom),
         function: None,
     };
     start(ctx, request);

@@ -4,7 +4,7 @@
 use std::sync::OnceLock;
 
 use super::{
-    bits, client, connection, debug, dump, expire, functions, geo, hashes, hyperloglog, info, introspection, keys,
+    acl, bits, client, connection, debug, dump, expire, functions, geo, hashes, hyperloglog, info, introspection, keys,
     latency, lists, pubsub, scripting, server_admin, sets, slowlog, sort, streams, strings, transactions, zsets,
     Handler,
 };
@@ -128,6 +128,7 @@ pub static CORE: &[CommandSpec] = &[
     c("debug", -2, ADMIN | LOADING_OK, NONE, debug::debug),
     c("monitor", 1, ADMIN | LOADING_OK, NONE, client::monitor),
     c("slowlog", -2, ADMIN | LOADING_OK | SUBCOMMANDS, NONE, slowlog::slowlog),
+    c("acl", -2, LOADING_OK | SUBCOMMANDS, NONE, acl::acl),
     c("latency", -2, ADMIN | LOADING_OK | SUBCOMMANDS, NONE, latency::latency),
     c("object", -2, R | SUBCOMMANDS, (2, 2, 1), introspection::object),
     c("memory", -2, R | SUBCOMMANDS, NONE, introspection::memory),
@@ -461,7 +462,7 @@ mod tests {
             }
             assert_eq!(
                 has("loading"),
-                spec.flags & LOADING_OK != 0 && !["client", "config", "slowlog", "latency"].contains(&spec.name),
+                spec.flags & LOADING_OK != 0 && !["client", "config", "slowlog", "latency", "acl"].contains(&spec.name),
                 "LOADING_OK flag of {}",
                 spec.name
             );

@@ -28,7 +28,7 @@ impl<'a> Replayer<'a> {
     pub fn new(server: &'a Server) -> Self {
         let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
         let handle = Arc::new(ClientHandle::new(0, addr, addr, -1, 0, 0));
-        let mut client = Client::new(handle, false);
+        let mut client = Client::new(handle, false, crate::acl::internal_user());
         client.origin = crate::client::Origin::Internal;
         client.block = BlockState::Denied;
         Replayer {

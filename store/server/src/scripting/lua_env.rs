@@ -118,10 +118,12 @@ impl LuaEnv {
         if let Ok(f) = self.functions.raw_get::<Function>(sha) {
             return Ok(f);
         }
+        let env: Table = self.imp.raw_get("script_env").map_err(|e| format!("ERR {e}"))?;
         let f = self
             .lua
             .load(super::shebang::code(body))
             .set_name("@user_script")
+            .set_environment(env)
             .into_function()
             .map_err(|e| format!("ERR Error compiling script (new function): {}", syntax_message(&e)))?;
         self.functions.raw_set(sha, f.clone()).map_err(|e| format!("ERR {e}"))?;

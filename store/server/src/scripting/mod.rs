@@ -103,6 +103,35 @@ impl Scripting {
 
 /// Whether command `index` may not be called from a script (Redis's
 /// `noscript` flag: EVAL, MULTI, WATCH, SUBSCRIBE, SCRIPT ...).
+/// Commands a script may never call, even with `DEBUG
+/// SET-DISABLE-DENY-SCRIPTS 1`: scripts, transactions, subscriptions,
+/// MONITOR and the connection's own state (they would nest or break the
+/// script's client).
+pub fn never_from_scripts(spec: &table::CommandSpec) -> bool {
+    spec.runs_script()
+        || matches!(
+            spec.name,
+            "script"
+                | "function"
+                | "multi"
+                | "exec"
+                | "discard"
+                | "watch"
+                | "unwatch"
+                | "monitor"
+                | "subscribe"
+                | "psubscribe"
+                | "ssubscribe"
+                | "unsubscribe"
+                | "punsubscribe"
+                | "sunsubscribe"
+                | "reset"
+                | "quit"
+                | "hello"
+                | "auth"
+        )
+}
+
 pub fn not_allowed_from_scripts(index: usize) -> bool {
     static FLAGS: OnceLock<Vec<bool>> = OnceLock::new();
     FLAGS

@@ -53,7 +53,7 @@ pub async fn with_client_elsewhere<T: Send + 'static>(
     client: &mut Client,
     work: impl FnOnce(&Server, &WorkerStats, &mut Client) -> T + Send + 'static,
 ) -> Result<T, OffloadFailed> {
-    let placeholder = Client::new(client.handle.clone(), false);
+    let placeholder = Client::new(client.handle.clone(), false, client.user.clone());
     let mut moved = std::mem::replace(client, placeholder);
     let (server, stats) = (server.clone(), stats.clone());
     let task = tokio::task::spawn_blocking(move || {

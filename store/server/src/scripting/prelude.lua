@@ -54,6 +54,13 @@ function redis.setresp(...)
   impl.setresp(v)
 end
 
+function redis.acl_check_cmd(...)
+  local ok = impl.acl_check_cmd(...)
+  if type(ok) == 'table' then raise(ok) end
+  if ok == nil then raise({err = 'ERR Invalid command passed to redis.acl_check_cmd()'}) end
+  return ok
+end
+
 function redis.set_repl(...)
   if select('#', ...) ~= 1 then raise({err = 'ERR redis.set_repl() requires one argument.'}) end
   local flags = ...
@@ -312,7 +319,7 @@ local globals_mt = {
 }
 local raw_getmetatable, raw_setmetatable = getmetatable, setmetatable
 rawset(_G, 'getmetatable', function(v)
-  if v == _G then return readonly_view(globals_mt) end
+  if v == _G or v == impl.script_env then return readonly_view(globals_mt) end
   local mt = raw_getmetatable(v)
   if type(v) ~= 'table' and type(mt) == 'table' then return readonly_view(mt) end
   return mt
@@ -320,6 +327,29 @@ end)
 rawset(_G, 'setmetatable', function(t, mt)
   if t == _G or protected[t] then error('Attempt to modify a readonly table', 2) end
   return raw_setmetatable(t, mt)
+end)
+
+-- EVAL scripts run in `script_env`: an empty read-only table whose lookups
+-- go to the globals (and `_G` to itself), so that assigning a global that
+-- exists (`redis = ...`, `_G = {}`) fails as creating one does, and
+-- `rawset` refuses the protected tables: Redis's read-only globals.
+local real_G = _G
+local script_env
+script_env = raw_setmetatable({}, {
+  __index = function(_, name)
+    if name == '_G' then return script_env end
+    return real_G[name]
+  end,
+  __newindex = readonly,
+  __metatable = false,
+})
+protected[script_env] = true
+protected[real_G] = true
+impl.script_env = script_env
+local raw_rawset = rawset
+rawset(_G, 'rawset', function(t, k, v)
+  if protected[t] then error('Attempt to modify a readonly table', 2) end
+  return raw_rawset(t, k, v)
 end)
 
 -- Globals: reading an unknown one or creating one is an error.

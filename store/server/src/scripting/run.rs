@@ -32,6 +32,9 @@ pub struct ScriptRequest {
     /// EVAL_RO / EVALSHA_RO, or a `no-writes` shebang: write and
     /// may-replicate (PUBLISH, ...) commands are refused.
     pub read_only: bool,
+    /// `allow-oom` (shebang or function flag): its `denyoom` commands run
+    /// above `maxmemory`.
+    pub allow_oom: bool,
     /// FCALL: the function to call (then `sha` is its name and `body` empty).
     pub function: Option<FunctionTarget>,
 }
@@ -105,7 +108,9 @@ pub fn execute(
     let function =
         request.function.as_ref().map(|f| RunningFunction { name: request.sha.clone(), command: f.command.clone() });
     let running = Running::start(&scripting.busy, function);
-    let mut client = Client::new(caller.handle.clone(), false);
+    // The script's commands are checked against its caller's user.
+    let user = caller.handle.user().unwrap_or_else(|| server.runtime.acl.default_user());
+    let mut client = Client::new(caller.handle.clone(), false, user);
     client.origin = crate::client::Origin::Script;
     client.db = caller.db;
     client.block = BlockState::Denied;
@@ -165,6 +170,10 @@ struct CallState<'c, 'a> {
     resp3: bool,
     read_only: bool,
     busy: &'c Busy,
+    /// Memory was above `maxmemory` when the script started.
+    oom_at_start: bool,
+    /// The script called a write command.
+    wrote: bool,
 }
 
 fn call_script(
@@ -205,7 +214,17 @@ fn call_script(
         }
         Ok(VmState::Continue)
     });
-    let state = RefCell::new(CallState { ctx, resp3: false, read_only: request.read_only, busy: &busy });
+    // As Redis's `pre_command_oom_state`: above `maxmemory` when the script
+    // starts, its `denyoom` commands are refused until it has written.
+    let oom_at_start = !request.allow_oom && crate::maxmemory::over_limit(ctx.server);
+    let state = RefCell::new(CallState {
+        ctx,
+        resp3: false,
+        read_only: request.read_only,
+        busy: &busy,
+        oom_at_start,
+        wrote: false,
+    });
     let imp = env.imp.clone();
     let result = lua.scope(|scope| {
         let redis: mlua::Table = imp.raw_get("redis")?;
@@ -224,6 +243,13 @@ fn call_script(
             scope.create_function(|_, version: i64| {
                 set_resp(&state, version == 3);
                 Ok(())
+            })?,
+        )?;
+        imp.raw_set(
+            "acl_check_cmd",
+            scope.create_function(|lua, args: MultiValue| match self::arguments(args) {
+                Err(message) => Ok(error_table(lua, message)?),
+                Ok(argv) => Ok(acl_check_cmd(&state.borrow(), argv.as_slice()).map_or(Value::Nil, Value::Boolean)),
             })?,
         )?;
         imp.raw_set(
@@ -246,7 +272,7 @@ fn call_script(
         Ok(())
     });
     lua.remove_hook();
-    for name in ["setresp", "log"] {
+    for name in ["setresp", "log", "acl_check_cmd"] {
         let _ = imp.raw_set(name, Value::Nil);
     }
     if let Ok(redis) = imp.raw_get::<mlua::Table>("redis") {
@@ -317,6 +343,16 @@ fn redis_call(lua: &Lua, state: &RefCell<CallState<'_, '_>>, args: MultiValue) -
     }
 }
 
+/// `redis.acl_check_cmd`: whether the script's user may run `argv`; None
+/// for an unknown command.
+fn acl_check_cmd(st: &CallState<'_, '_>, argv: &[Vec<u8>]) -> Option<bool> {
+    let index = table::lookup(&argv[0])?;
+    let spec = table::spec(index);
+    let args: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
+    let user = &st.ctx.client.user;
+    Some(user.is_unrestricted() || crate::acl::check::check(&user.rules(), spec.name, &args).is_ok())
+}
+
 fn arguments(args: MultiValue) -> Result<Vec<Vec<u8>>, &'static str> {
     if args.is_empty() {
         return Err("ERR Please specify at least one argument for this redis lib call");
@@ -336,17 +372,27 @@ fn call_command(st: &mut CallState<'_, '_>, argv: &[Vec<u8>]) -> Result<Vec<u8>,
         return Err("ERR Unknown Redis command called from script");
     };
     let spec = table::spec(index);
-    if super::not_allowed_from_scripts(index) {
+    if super::not_allowed_from_scripts(index)
+        && (super::never_from_scripts(spec)
+            || !st.ctx.server.runtime.disable_deny_scripts.load(std::sync::atomic::Ordering::Relaxed))
+    {
         return Err("ERR This Redis command is not allowed from script");
     }
     if !spec.arity_ok(argv.len()) {
         return Err("ERR Wrong number of args calling Redis command from script");
     }
+    if st.oom_at_start && !st.wrote && crate::maxmemory::denyoom(index) {
+        return Err("OOM command not allowed when used memory > 'maxmemory'.");
+    }
     if spec.flags & table::WRITE != 0 || table::may_replicate(index) {
         if st.read_only {
             return Err("ERR Write commands are not allowed from read-only scripts.");
         }
+        if st.ctx.server.runtime.lacks_good_replicas() {
+            return Err(crate::commands::NOREPLICAS);
+        }
         st.busy.note_write();
+        st.wrote = true;
     }
     let args: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
     dispatch(st.ctx, &args);

@@ -12,6 +12,7 @@
 
 mod common;
 
+mod acl;
 mod admin;
 mod background_priority;
 mod config;

@@ -41,11 +41,19 @@ impl SimNode {
         cairn_server::persistence::recover::recover(&server).expect("recovery");
         server.persistence.loading.store(false, std::sync::atomic::Ordering::Release);
         let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
-        let mut client = Client::new(Arc::new(ClientHandle::new(1, addr, addr, -1, 0, 0)), false);
+        let mut client = Client::new(
+            Arc::new(ClientHandle::new(1, addr, addr, -1, 0, 0)),
+            false,
+            cairn_server::acl::internal_user(),
+        );
         // No connection here to wait on a blocked command: blocking commands
         // act as their non-blocking forms (as inside MULTI).
         client.block = cairn_server::blocking::BlockState::Denied;
-        let observer = Client::new(Arc::new(ClientHandle::new(2, addr, addr, -1, 0, 0)), false);
+        let observer = Client::new(
+            Arc::new(ClientHandle::new(2, addr, addr, -1, 0, 0)),
+            false,
+            cairn_server::acl::internal_user(),
+        );
         SimNode { server, client, observer, stats: WorkerStats::new(table::stat_count()) }
     }
 
