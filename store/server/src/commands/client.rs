@@ -297,8 +297,6 @@ pub fn monitor(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     Ok(())
 }
 
-/// The one user every connection runs as.
-
 /// A CLIENT KILL filter.
 #[derive(Default)]
 struct KillFilter {
