@@ -17,7 +17,8 @@
 //! - [`native`]: the native binary protocol's connections (same workers,
 //!   same commands, same WAL as RESP).
 //! - [`commands`]: the command table, the dispatcher, one file per family.
-//! - [`client`]: per-connection state and the registry CLIENT LIST reads.
+//! - [`client`]: per-connection state and the registry CLIENT LIST reads;
+//!   [`acl`]: ACL users (ACL SETUSER, AUTH user pass) and the NOPERM check.
 //! - [`blocking`]: clients blocked in BLPOP and friends, and how they are served.
 //! - [`pubsub`]: channel and pattern subscribers, and delivery across workers;
 //!   [`notify`]: keyspace notifications published through it; [`monitor`]:
