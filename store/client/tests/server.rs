@@ -233,6 +233,25 @@ async fn authentication() {
     assert_eq!(conn.get("k").await.unwrap(), None, "k was written in db 3");
 }
 
+/// An ACL user's typed operations are checked as its RESP commands are
+/// (the typed shortcut is not taken for a restricted user).
+#[tokio::test(flavor = "current_thread")]
+async fn acl_users_are_checked_on_typed_operations() {
+    let server = Server::start(|_| {});
+    let admin = server.connect().await;
+    admin.command(&["ACL", "SETUSER", "bob", "on", ">pw", "+get", "+set", "~b*"]).await.unwrap();
+    let bob = Connection::connect(server.options().user("bob").password("pw")).await.unwrap();
+    bob.set("b1", "v").await.unwrap();
+    assert_eq!(bob.get("b1").await.unwrap().as_deref(), Some(&b"v"[..]));
+    let denied = bob.get("other").await.unwrap_err();
+    assert_eq!(denied.status(), Some(Status::Err), "{denied}");
+    assert!(denied.to_string().contains("NOPERM"), "{denied}");
+    let denied = bob.incr_by("b2", 1).await.unwrap_err();
+    assert!(denied.to_string().contains("'incrby' command"), "{denied}");
+    let wrong = Connection::connect(server.options().user("bob").password("nope")).await.unwrap_err();
+    assert_eq!(wrong.status(), Some(Status::AuthFailed), "{wrong}");
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn durable_flag_waits_for_the_log() {
     let server = Server::start(|c| c.durability = Tier::Async);

@@ -7,7 +7,8 @@
 //!
 //! The shortcut is taken only for a client in the plain state
 //! ([`shortcut_allowed`]): where [`super::dispatch`] would do more than check
-//! arity, run the handler and count (authentication pending, MULTI, CLIENT
+//! arity, run the handler and count (authentication pending, an ACL user to
+//! check, `min-replicas-to-write` set, MULTI, CLIENT
 //! REPLY OFF/SKIP, RESP2 pub/sub, loading, a script pending), the caller takes
 //! the generic path instead.
 
@@ -24,6 +25,8 @@ use super::timing::CommandClock;
 /// Whether a command from `client` may take the shortcut now.
 pub fn shortcut_allowed(server: &Server, client: &Client) -> bool {
     client.authenticated
+        && client.user.is_unrestricted()
+        && !server.runtime.lacks_good_replicas()
         && client.multi.is_none()
         && client.reply_mode == ReplyMode::On
         && (client.pubsub.is_none() || client.protocol != cairn_protocol::ProtocolVersion::Resp2)
