@@ -148,6 +148,10 @@ pub fn reset(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     ctx.client.set_protocol(ProtocolVersion::Resp2);
     ctx.client.reply_mode = ReplyMode::On;
     ctx.client.authenticated = !ctx.server.requires_auth();
+    // Back to the default user, as a new connection.
+    let default = ctx.server.runtime.acl.default_user();
+    ctx.client.handle.set_user(default.clone());
+    ctx.client.user = default;
     *ctx.client.handle.name.lock() = None;
     ctx.client.handle.no_evict.store(false, std::sync::atomic::Ordering::Relaxed);
     ctx.out.set_version(ProtocolVersion::Resp2);

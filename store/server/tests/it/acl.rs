@@ -37,6 +37,9 @@ fn a_user_runs_only_what_its_rules_allow() {
     assert_eq!(bob.cmd(&["EVAL", "return redis.acl_check_cmd('hset', 'xx', 'f', 1)", "1", "xx"]), OwnedFrame::Null);
     let invalid = error_text(&bob.cmd(&["EVAL", "return redis.acl_check_cmd('invalid-cmd', 'a')", "0"]));
     assert!(invalid.contains("Invalid command passed to redis.acl_check_cmd()"), "{invalid}");
+    // RESET goes back to the default user.
+    assert_eq!(bob.cmd(&["RESET"]), simple("RESET"));
+    assert_eq!(bob.cmd(&["ACL", "WHOAMI"]), bulk("default"));
     // The admin (default user) is not restricted.
     assert_eq!(admin.cmd(&["HSET", "y3", "f", "v"]), int(1));
 }
