@@ -27,16 +27,7 @@ const NO_ACL_FILE: &str = "ERR This Redis instance is not configured to use an A
                            Redis configuration file set) in order to store users in the Redis configuration.";
 
 pub fn acl(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let sub = args[1];
-    let Some((name, arity)) = ARITIES.iter().find(|(name, _)| is(sub, name)) else {
-        return Err(CmdError::unknown_subcommand("acl", sub));
-    };
-    let arity_ok =
-        if *arity >= 0 { args.len() == *arity as usize } else { args.len() >= arity.unsigned_abs() as usize };
-    if !arity_ok {
-        return Err(CmdError::subcommand_arity("acl", sub));
-    }
-    match *name {
+    match super::subcommand("acl", args, ARITIES)? {
         "setuser" => setuser(ctx, args[2], &args[3..]),
         "getuser" => getuser(ctx, args[2]),
         "deluser" => deluser(ctx, &args[2..]),

@@ -2,7 +2,7 @@
 //! DOCTOR; see [`crate::latency`]) and the per-command latency histograms
 //! (HISTOGRAM; see [`crate::latency_stats`]), with Redis 7.0's replies.
 
-use super::{is, table, CmdError, CmdResult, Ctx};
+use super::{table, CmdError, CmdResult, Ctx};
 use crate::latency_stats::{self, Buckets};
 
 /// Each subcommand's exact argument count (negative: at least), from Redis's table.
@@ -10,16 +10,7 @@ const ARITIES: &[(&str, i32)] =
     &[("doctor", 2), ("graph", 3), ("help", 2), ("histogram", -2), ("history", 3), ("latest", 2), ("reset", -2)];
 
 pub fn latency(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let sub = args[1];
-    let Some((name, arity)) = ARITIES.iter().find(|(name, _)| is(sub, name)) else {
-        return Err(CmdError::unknown_subcommand("latency", sub));
-    };
-    let arity_ok =
-        if *arity >= 0 { args.len() == *arity as usize } else { args.len() >= arity.unsigned_abs() as usize };
-    if !arity_ok {
-        return Err(CmdError::subcommand_arity("latency", sub));
-    }
-    match *name {
+    match super::subcommand("latency", args, ARITIES)? {
         "latest" => latest(ctx),
         "history" => history(ctx, args[2]),
         "reset" => reset(ctx, &args[2..]),

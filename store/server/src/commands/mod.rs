@@ -348,6 +348,22 @@ fn apply_reply_mode(ctx: &mut Ctx<'_>, reply_start: usize, was_client_command: b
     }
 }
 
+/// A container's subcommand (`args[1]`) looked up in `arities` (name and
+/// Redis's argument count, negative: at least); Redis's errors for an
+/// unknown one and for a wrong count.
+pub fn subcommand(command: &str, args: &[&[u8]], arities: &[(&'static str, i32)]) -> Result<&'static str, CmdError> {
+    let sub = args[1];
+    let Some((name, arity)) = arities.iter().find(|(name, _)| is(sub, name)) else {
+        return Err(CmdError::unknown_subcommand(command, sub));
+    };
+    let arity_ok =
+        if *arity >= 0 { args.len() == *arity as usize } else { args.len() >= arity.unsigned_abs() as usize };
+    if !arity_ok {
+        return Err(CmdError::subcommand_arity(command, sub));
+    }
+    Ok(name)
+}
+
 /// ASCII case-insensitive comparison of an argument with a keyword.
 #[inline]
 pub fn is(arg: &[u8], keyword: &str) -> bool {
