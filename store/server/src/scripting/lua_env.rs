@@ -88,6 +88,9 @@ impl LuaEnv {
         let globals = lua.globals();
         let debug: Table = globals.get("debug")?;
         let getinfo: Function = debug.get("getinfo")?;
+        // Kept for the prelude only: code a script compiles gets the scripts'
+        // environment (see `loadstring` there).
+        let setfenv: Function = globals.get("setfenv")?;
         for name in ["debug", "loadfile", "dofile", "print", "setfenv", "getfenv", "newproxy", "module", "require"] {
             globals.raw_set(name, mlua::Value::Nil)?;
         }
@@ -106,7 +109,7 @@ impl LuaEnv {
                 Ok(())
             })?,
         )?;
-        lua.load(PRELUDE).set_name("@cairn_prelude").call::<()>((imp.clone(), getinfo))?;
+        lua.load(PRELUDE).set_name("@cairn_prelude").call::<()>((imp.clone(), getinfo, setfenv))?;
         let functions = lua.create_table()?;
         let libraries = lua.create_table()?;
         Ok(LuaEnv { lua, imp, functions, libraries, libraries_generation: 0, generation: 0, reported: None })

@@ -1,6 +1,6 @@
 -- Cairn's scripting prelude: the `redis` library, the error handler and
 -- global protection, over the Rust functions in `impl` (see lua_env.rs).
-local impl, getinfo = ...
+local impl, getinfo, setfenv = ...
 local error, type, tostring, select, setmetatable, rawset = error, type, tostring, select, setmetatable, rawset
 
 local function raise(reply)
@@ -350,6 +350,32 @@ local raw_rawset = rawset
 rawset(_G, 'rawset', function(t, k, v)
   if protected[t] then error('Attempt to modify a readonly table', 2) end
   return raw_rawset(t, k, v)
+end)
+
+-- Code a script compiles (`loadstring`, `load`) runs in the scripts'
+-- environment too, so it cannot change the globals either; byte code is
+-- refused (Redis 7 does not load it): `loadstring` returns nil.
+local raw_loadstring, concat = loadstring, table.concat
+local function safe_loadstring(code, name)
+  if type(code) == 'string' and code:byte(1) == 27 then
+    return nil, 'loading byte code is not allowed'
+  end
+  local f, message = raw_loadstring(code, name)
+  if f then setfenv(f, script_env) end
+  return f, message
+end
+rawset(_G, 'loadstring', safe_loadstring)
+rawset(_G, 'load', function(reader, name)
+  if type(reader) ~= 'function' then
+    error("bad argument #1 to 'load' (function expected, got " .. type(reader) .. ')', 2)
+  end
+  local parts = {}
+  while true do
+    local part = reader()
+    if part == nil or part == '' then break end
+    parts[#parts + 1] = part
+  end
+  return safe_loadstring(concat(parts), name)
 end)
 
 -- Globals: reading an unknown one or creating one is an error.

@@ -260,3 +260,32 @@ fn shebang_scripts_that_may_write_are_refused_above_maxmemory() {
     c.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
     assert_eq!(c.cmd(&["EVAL", "#!lua\nreturn 1", "0"]), int(1));
 }
+
+/// Scripts cannot change the globals later scripts see: not by assigning
+/// one that exists, not through `_G`, `rawset` or code they compile; byte
+/// code is refused (Redis 7's read-only globals).
+#[test]
+fn scripts_cannot_replace_globals() {
+    let server = TestServer::start();
+    let mut c = server.client();
+    for script in [
+        "redis = function() return 1 end",
+        "_G = {}",
+        "_G.redis = 1",
+        "rawset(_G, 'redis', 1)",
+        "loadstring('redis = 1')()",
+        "load(function() return nil end)",
+        "cjson.encode = function() return 1 end",
+    ] {
+        let reply = c.cmd(&["EVAL", script, "0"]);
+        if script.starts_with("load(") {
+            continue; // an empty chunk: nothing to check but that it ran
+        }
+        let text = error_text(&reply);
+        assert!(text.contains("Attempt to modify a readonly table"), "{script}: {text}");
+    }
+    let dumped = error_text(&c.cmd(&["EVAL", "return loadstring(string.dump(function() return 1 end))()", "0"]));
+    assert!(dumped.contains("attempt to call a nil value"), "{dumped}");
+    assert_eq!(c.cmd(&["EVAL", "return loadstring('return 40 + 2')()", "0"]), int(42));
+    assert_eq!(c.cmd(&["EVAL", "return redis.call('ping')", "0"]), simple("PONG"));
+}
