@@ -135,11 +135,7 @@ mod tests {
     use super::*;
 
     fn rules(list: &[&str]) -> Rules {
-        let mut r = Rules::new_user();
-        for rule in list {
-            r.apply(rule.as_bytes()).expect(rule);
-        }
-        r
+        Rules::with_rules(list).expect("valid rules")
     }
 
     #[test]

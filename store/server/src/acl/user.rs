@@ -135,12 +135,19 @@ impl Rules {
     /// The default user: on, every command, key and channel, `nopass`
     /// unless `requirepass` sets its password.
     pub fn default_user(requirepass: Option<&str>) -> Rules {
-        let mut rules = Rules::new_user();
-        for rule in ["on", "allkeys", "allchannels", "allcommands"] {
-            let _ = rules.apply(rule.as_bytes());
-        }
+        let mut rules = Rules::with_rules(&["on", "allkeys", "allchannels", "allcommands"])
+            .expect("the default user's rules are valid");
         rules.set_password(requirepass);
         rules
+    }
+
+    /// A new user with `rules` applied in order (as `ACL SETUSER` would).
+    pub fn with_rules(rules: &[&str]) -> Result<Rules, &'static str> {
+        let mut built = Rules::new_user();
+        for rule in rules {
+            built.apply(rule.as_bytes())?;
+        }
+        Ok(built)
     }
 
     /// `requirepass`: the only password, or `nopass` when empty.
@@ -177,30 +184,12 @@ impl Rules {
         match lower.as_str() {
             "on" => self.enabled = true,
             "off" => self.enabled = false,
-            "nopass" => {
-                self.nopass = true;
+            "nopass" | "resetpass" => {
+                self.nopass = lower == "nopass";
                 self.passwords.clear();
             }
-            "resetpass" => {
-                self.nopass = false;
-                self.passwords.clear();
-            }
-            "allkeys" => {
-                self.all_keys = true;
-                self.keys.clear();
-            }
-            "resetkeys" => {
-                self.all_keys = false;
-                self.keys.clear();
-            }
-            "allchannels" => {
-                self.all_channels = true;
-                self.channels.clear();
-            }
-            "resetchannels" => {
-                self.all_channels = false;
-                self.channels.clear();
-            }
+            "allkeys" | "resetkeys" => self.set_all_keys(lower == "allkeys"),
+            "allchannels" | "resetchannels" => self.set_all_channels(lower == "allchannels"),
             "allcommands" | "+@all" => self.allow_all(true),
             "nocommands" | "-@all" => self.allow_all(false),
             "reset" => *self = Rules::new_user(),
@@ -249,8 +238,7 @@ impl Rules {
                     return Err(CHANNELS_AFTER_ALL);
                 }
                 if &rule[1..] == b"*" {
-                    self.all_channels = true;
-                    self.channels.clear();
+                    self.set_all_channels(true);
                 } else if !self.channels.iter().any(|c| c == &rule[1..]) {
                     self.channels.push(rule[1..].to_vec());
                 }
@@ -266,8 +254,7 @@ impl Rules {
             return Err(KEYS_AFTER_ALL);
         }
         if pattern == b"*" && read && write {
-            self.all_keys = true;
-            self.keys.clear();
+            self.set_all_keys(true);
             return Ok(());
         }
         match self.keys.iter_mut().find(|k| k.pattern == pattern) {
@@ -278,6 +265,18 @@ impl Rules {
             None => self.keys.push(KeyPattern { pattern: pattern.to_vec(), read, write }),
         }
         Ok(())
+    }
+
+    /// `allkeys` (true) or `resetkeys` (false): no patterns left either way.
+    fn set_all_keys(&mut self, all: bool) {
+        self.all_keys = all;
+        self.keys.clear();
+    }
+
+    /// `allchannels` (true) or `resetchannels` (false).
+    fn set_all_channels(&mut self, all: bool) {
+        self.all_channels = all;
+        self.channels.clear();
     }
 
     fn allow_all(&mut self, allow: bool) {
@@ -427,11 +426,7 @@ mod tests {
     use super::*;
 
     fn user(rules: &[&str]) -> Rules {
-        let mut r = Rules::new_user();
-        for rule in rules {
-            r.apply(rule.as_bytes()).expect(rule);
-        }
-        r
+        Rules::with_rules(rules).expect("valid rules")
     }
 
     #[test]
