@@ -51,13 +51,7 @@ fn fcall_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], read_only: bool) -> CmdResul
     if read_only && !no_writes {
         return Err(CmdError::Static("ERR Can not execute a script with write flag using *_ro command."));
     }
-    // Redis refuses it before it starts, as a denyoom command (shared.oomerr).
-    if flags & (NO_WRITES | ALLOW_OOM) == 0 && out_of_memory(ctx) {
-        return Err(CmdError::Static(crate::maxmemory::OOM));
-    }
-    if !no_writes && ctx.server.runtime.lacks_good_replicas() {
-        return Err(CmdError::Static(super::NOREPLICAS));
-    }
+    refuse_before_start(ctx, no_writes, flags & ALLOW_OOM != 0)?;
     let numkeys = numkeys as usize;
     let request = ScriptRequest {
         sha: name.clone(),
@@ -144,7 +138,23 @@ fn log_change(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Result<(), String> {
 
 /// Memory is above `maxmemory` even after eviction (LOAD and RESTORE are
 /// Redis `denyoom` subcommands, which the dispatcher does not see).
-pub(crate) fn out_of_memory(ctx: &Ctx<'_>) -> bool {
+/// A script or function that declares it may write is refused before it
+/// starts, as Redis treats it as a write command: above `maxmemory` (unless
+/// `allow-oom`) and without the good replicas `min-replicas-to-write` asks for.
+pub(crate) fn refuse_before_start(ctx: &Ctx<'_>, no_writes: bool, allow_oom: bool) -> CmdResult {
+    if no_writes {
+        return Ok(());
+    }
+    if !allow_oom && out_of_memory(ctx) {
+        return Err(CmdError::Static(crate::maxmemory::OOM));
+    }
+    if ctx.server.runtime.lacks_good_replicas() {
+        return Err(CmdError::Static(super::NOREPLICAS));
+    }
+    Ok(())
+}
+
+fn out_of_memory(ctx: &Ctx<'_>) -> bool {
     ctx.client.origin != Origin::Internal
         && ctx.server.runtime.maxmemory.load(std::sync::atomic::Ordering::Relaxed) != 0
         && crate::maxmemory::make_room(ctx.server, ctx.now_ms)

@@ -53,15 +53,10 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], by_sha: bool, read_only: bool
     let (sha, body) =
         if by_sha { cache.get(args[1]).ok_or(CmdError::Static(NOSCRIPT))? } else { cache.insert(args[1]) };
     let flags = shebang(&body)?;
-    // A script with a shebang that may write is refused above maxmemory
-    // before it starts, as Redis treats it as a denyoom command; one
-    // without a shebang runs (its denyoom commands are what fail).
-    if flags.is_some_and(|s| !s.no_writes && !s.allow_oom) && super::functions::out_of_memory(ctx) {
-        return Err(CmdError::Static(crate::maxmemory::OOM));
-    }
-    // Likewise a shebang script that may write needs the good replicas.
-    if flags.is_some_and(|s| !s.no_writes) && ctx.server.runtime.lacks_good_replicas() {
-        return Err(CmdError::Static(super::NOREPLICAS));
+    // A script without a shebang runs: its commands are what the OOM and
+    // replica checks refuse.
+    if let Some(s) = flags {
+        super::functions::refuse_before_start(ctx, s.no_writes, s.allow_oom)?;
     }
     let read_only = read_only || flags.is_some_and(|s| s.no_writes);
     let request = ScriptRequest {
