@@ -242,8 +242,10 @@ pub struct Client {
     /// `dirty` alone, and no WATCHer is touched (Redis signals no modified
     /// key). Cleared by the dispatcher after every command.
     pub write_was_noop: bool,
-    /// EVAL left its script here: the connection runs it off the event loop.
-    pub pending_script: Option<Box<crate::scripting::run::ScriptRequest>>,
+    /// Scripts EVAL and FCALL left here, in order: the connection runs them
+    /// off the event loop and puts each reply where the command's would
+    /// have gone (see `scripting::run::PendingScript`).
+    pub pending_scripts: Vec<crate::scripting::run::PendingScript>,
     /// A command arrived while a script runs: the connection waits for it to
     /// end (or to pass `busy-reply-threshold`) before going on.
     pub wait_script: bool,
@@ -293,7 +295,7 @@ impl Client {
             wait_aof: None,
             pubsub: None,
             write_was_noop: false,
-            pending_script: None,
+            pending_scripts: Vec::new(),
             wait_script: false,
             pending_exec: false,
             off_worker: false,

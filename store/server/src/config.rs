@@ -86,6 +86,12 @@ pub struct Args {
     /// machines shortens both the fdatasync and the wake-up after it.
     #[arg(long, env = "CAIRN_DURABLE_SPIN_US")]
     pub durable_spin_us: Option<u64>,
+    /// Microseconds a script may run on the worker that received it (0:
+    /// scripts always run on the script thread). A script runs there once
+    /// it has run within this budget before; see docs/scripting.md.
+    /// Default 1000.
+    #[arg(long, env = "CAIRN_SCRIPT_INLINE_US")]
+    pub script_inline_us: Option<u64>,
     /// Take a snapshot once the WAL has grown by this many MiB since the last one.
     #[arg(long, env = "CAIRN_SNAPSHOT_WAL_MB")]
     pub snapshot_wal_mb: Option<u64>,
@@ -159,6 +165,8 @@ pub const DEFAULT_BUSY_POLL_US: u64 = 20;
 /// Default `--durable-spin-us`: longer than the p99 fdatasync of the disks
 /// measured (docs/benchmarks.md), so a waiting worker rarely sleeps.
 pub const DEFAULT_DURABLE_SPIN_US: u64 = 1000;
+/// Default of `--script-inline-us`.
+pub const DEFAULT_SCRIPT_INLINE_US: u64 = 1000;
 
 /// The resolved configuration the server runs with.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -190,6 +198,8 @@ pub struct Config {
     /// never; `None`: [`DEFAULT_DURABLE_SPIN_US`], or 0 under a cgroup CPU
     /// quota, see [`Config::durable_spin_budget_us`]).
     pub durable_spin_us: Option<u64>,
+    /// Microseconds a script may run on a worker thread (0: never there).
+    pub script_inline_us: u64,
     pub snapshot_wal_bytes: u64,
     pub snapshot_interval_secs: u64,
     pub unsafe_skip_fsync: bool,
@@ -223,6 +233,7 @@ impl Default for Config {
             wal_syncers: 0,
             busy_poll_us: None,
             durable_spin_us: None,
+            script_inline_us: DEFAULT_SCRIPT_INLINE_US,
             snapshot_wal_bytes: 256 << 20,
             snapshot_interval_secs: 3600,
             unsafe_skip_fsync: false,
@@ -322,6 +333,7 @@ impl Config {
             wal_syncers: args.wal_syncers.or(file.wal_syncers).unwrap_or(d.wal_syncers),
             busy_poll_us: args.busy_poll_us.or(file.busy_poll_us).or(d.busy_poll_us),
             durable_spin_us: args.durable_spin_us.or(file.durable_spin_us).or(d.durable_spin_us),
+            script_inline_us: args.script_inline_us.or(file.script_inline_us).unwrap_or(d.script_inline_us),
             snapshot_wal_bytes: mib(args.snapshot_wal_mb.or(file.snapshot_wal_mb), d.snapshot_wal_bytes),
             snapshot_interval_secs: args
                 .snapshot_interval
@@ -377,6 +389,9 @@ impl Config {
         }
         if self.durable_spin_us.is_some_and(|us| us > 10_000) {
             return invalid("durable-spin-us", "must be between 0 and 10000");
+        }
+        if self.script_inline_us > 1_000_000 {
+            return invalid("script-inline-us", "must be between 0 and 1000000");
         }
         if self.snapshot_wal_bytes == 0 {
             return invalid("snapshot-wal-mb", "must be at least 1");

@@ -23,6 +23,8 @@ use crate::stats::WorkerStats;
 
 /// Smallest free space kept in the read buffer before a read.
 const READ_CHUNK: usize = 16 * 1024;
+/// Most scripts a batch leaves for one trip to the script thread.
+const MAX_SCRIPTS_PER_TRIP: usize = 64;
 /// Buffers above this size are shrunk back when idle.
 const SHRINK_ABOVE: usize = 1024 * 1024;
 
@@ -101,6 +103,23 @@ async fn connection_loop(
         }
         let consumed = execute_batch(server, client, stats, &input, &mut argv, &mut output);
         input.drain(..consumed);
+        if !client.pending_scripts.is_empty() {
+            // The scripts' replies join this batch's, and the rest of the
+            // pipeline runs before anything is written (one write, as for
+            // a batch without scripts).
+            let scripts = std::mem::take(&mut client.pending_scripts);
+            let outcomes = crate::scripting::offload::run_elsewhere(server, stats, client, scripts).await;
+            crate::tracking::hooks::after_script(client);
+            if outcomes.iter().any(|(_, outcome)| outcome.log_failed) {
+                return Ok(());
+            }
+            for (_, outcome) in &outcomes {
+                client.last_lsn = client.last_lsn.max(outcome.last_lsn);
+            }
+            insert_replies(&mut output, outcomes);
+            unblocked = true;
+            continue;
+        }
         if !await_durable(server, client.last_lsn).await {
             return Ok(());
         }
@@ -121,18 +140,6 @@ async fn connection_loop(
             }
             stream.write_all(&reply).await?;
             stats.net_output_bytes.add(reply.len() as u64);
-            unblocked = true;
-            continue;
-        }
-        if let Some(request) = client.pending_script.take() {
-            let outcome = crate::scripting::offload::run_elsewhere(server, stats, client, *request).await;
-            crate::tracking::hooks::after_script(client);
-            if outcome.log_failed || !await_durable(server, outcome.last_lsn).await {
-                return Ok(());
-            }
-            client.last_lsn = client.last_lsn.max(outcome.last_lsn);
-            stream.write_all(&outcome.reply).await?;
-            stats.net_output_bytes.add(outcome.reply.len() as u64);
             unblocked = true;
             continue;
         }
@@ -379,6 +386,10 @@ fn execute_batch(
                 ctx.client.query_pending = input.len() - pos;
                 let mut args: Vec<&[u8]> = spare;
                 argv.slices(&input[pos..], &mut args);
+                if !ctx.client.pending_scripts.is_empty() && !runs_with_pending_scripts(&ctx, &args) {
+                    // Left for after the scripts (it may read what they write).
+                    break;
+                }
                 if !args.is_empty() {
                     // One load per command while no script is pending.
                     if server.scripting.script_pending() {
@@ -413,7 +424,7 @@ fn execute_batch(
                 pos += consumed;
                 if matches!(ctx.client.block, BlockState::Blocked(_))
                     || ctx.client.wait_aof.is_some()
-                    || ctx.client.pending_script.is_some()
+                    || ctx.client.pending_scripts.len() >= MAX_SCRIPTS_PER_TRIP
                     || ctx.client.pending_exec
                 {
                     break;
@@ -429,6 +440,37 @@ fn execute_batch(
     }
     ctx.client.handle.last_interaction_ms.store(now_ms, Ordering::Relaxed);
     pos
+}
+
+/// Whether a command after one that left a script may run before that
+/// script does: another script of the same pipeline (its reply has its
+/// place, and scripts run in order), unless the client is in a transaction
+/// or tracks keys (a CLIENT CACHING choice covers one script).
+fn runs_with_pending_scripts(ctx: &Ctx<'_>, args: &[&[u8]]) -> bool {
+    let Some(name) = args.first() else { return false };
+    let is_script = crate::commands::table::lookup(name).is_some_and(|i| crate::commands::table::spec(i).runs_script());
+    is_script && ctx.client.multi.is_none() && ctx.client.tracking.is_none()
+}
+
+/// Puts each script's reply into `output` where its command's reply belongs
+/// (`at` offsets, ascending).
+fn insert_replies(output: &mut Vec<u8>, outcomes: Vec<(usize, crate::scripting::run::Outcome)>) {
+    if let [(at, outcome)] = outcomes.as_slice() {
+        if *at == output.len() {
+            output.extend_from_slice(&outcome.reply);
+            return;
+        }
+    }
+    let added: usize = outcomes.iter().map(|(_, outcome)| outcome.reply.len()).sum();
+    let mut merged = Vec::with_capacity(output.len() + added);
+    let mut from = 0;
+    for (at, outcome) in outcomes {
+        merged.extend_from_slice(&output[from..at]);
+        merged.extend_from_slice(&outcome.reply);
+        from = at;
+    }
+    merged.extend_from_slice(&output[from..]);
+    *output = merged;
 }
 
 /// EXEC of a transaction that calls a script, on the blocking thread the

@@ -145,7 +145,7 @@ pub fn gate(ctx: &crate::commands::Ctx<'_>, args: &[&[u8]]) -> Option<bool> {
 fn resolves_to_no_writes(server: &crate::server::Server, args: &[&[u8]]) -> bool {
     let Some(target) = args.get(1) else { return false };
     if is(args[0], "evalsha") {
-        let Some((_, body)) = server.scripting.cache.get(target) else { return false };
+        let Some(body) = server.scripting.cache.get(target).map(|cached| cached.body) else { return false };
         return matches!(crate::scripting::shebang::parse(&body), Ok(Some(s)) if s.no_writes);
     }
     if is(args[0], "fcall") {

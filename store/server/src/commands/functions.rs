@@ -32,10 +32,10 @@ pub fn fcall_ro(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 fn fcall_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], read_only: bool) -> CmdResult {
     let libraries = &ctx.server.scripting.libraries;
     let generation = libraries.generation();
-    let (library, name, flags) = {
+    let (library, name, flags, speed) = {
         let registry = libraries.read();
         let (library, info) = registry.function(args[1]).ok_or(CmdError::Static("ERR Function not found"))?;
-        (library, info.name.clone(), info.flags)
+        (library, info.name.clone(), info.flags, info.speed.clone())
     };
     let numkeys = match super::int_arg(args[2]) {
         Ok(n) => n,
@@ -60,6 +60,7 @@ fn fcall_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], read_only: bool) -> CmdResul
         argv: args[3 + numkeys..].iter().map(|a| a.to_vec()).collect(),
         read_only: no_writes,
         allow_oom: flags & ALLOW_OOM != 0,
+        speed,
         function: Some(FunctionTarget {
             library,
             key: name.to_ascii_lowercase(),

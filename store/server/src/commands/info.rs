@@ -268,6 +268,10 @@ fn stats_section(server: &Server, t: &Totals, out: &mut String) -> &'static str 
     field!(out, "tracking_total_prefixes", server.tracking.prefixes.len());
     field!(out, "total_error_replies", t.error_replies);
     field!(out, "total_reads_processed", t.commands);
+    let scripts = &server.scripting.where_ran;
+    field!(out, "cairn_scripts_on_worker", scripts.on_worker.load(Ordering::Relaxed));
+    field!(out, "cairn_scripts_on_script_thread", scripts.on_script_thread.load(Ordering::Relaxed));
+    field!(out, "cairn_scripts_abandoned_on_worker", scripts.abandoned_on_worker.load(Ordering::Relaxed));
     "Stats"
 }
 

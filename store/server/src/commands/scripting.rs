@@ -50,9 +50,8 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], by_sha: bool, read_only: bool
         // A malformed shebang is refused before the script is cached.
         shebang(args[1])?;
     }
-    let (sha, body) =
-        if by_sha { cache.get(args[1]).ok_or(CmdError::Static(NOSCRIPT))? } else { cache.insert(args[1]) };
-    let flags = shebang(&body)?;
+    let cached = if by_sha { cache.get(args[1]).ok_or(CmdError::Static(NOSCRIPT))? } else { cache.insert(args[1]) };
+    let flags = shebang(&cached.body)?;
     // A script without a shebang runs: its commands are what the OOM and
     // replica checks refuse.
     if let Some(s) = flags {
@@ -60,8 +59,9 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], by_sha: bool, read_only: bool
     }
     let read_only = read_only || flags.is_some_and(|s| s.no_writes);
     let request = ScriptRequest {
-        sha,
-        body,
+        sha: cached.sha,
+        body: cached.body,
+        speed: cached.speed,
         keys: args[3..3 + numkeys].iter().map(|a| a.to_vec()).collect(),
         argv: args[3 + numkeys..].iter().map(|a| a.to_vec()).collect(),
         read_only,
@@ -78,7 +78,12 @@ pub(crate) fn start(ctx: &mut Ctx<'_>, request: ScriptRequest) {
     if matches!(ctx.client.block, BlockState::Denied) || ctx.client.off_worker {
         run_inline(ctx, &request);
     } else {
-        ctx.client.pending_script = Some(Box::new(request));
+        // After a script left for the script thread, the next ones follow it there (in order).
+        if ctx.client.pending_scripts.is_empty() && crate::scripting::on_worker::try_run(ctx, &request) {
+            return;
+        }
+        let at = ctx.out.buffer().len();
+        ctx.client.pending_scripts.push(run::PendingScript { at, request });
     }
 }
 
@@ -125,7 +130,7 @@ pub fn script(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if is(sub, "load") {
         arity_ok(args.len() == 3)?;
         crate::scripting::shebang::parse(args[2]).map_err(CmdError::err)?;
-        let (sha, _) = scripting.cache.insert(args[2]);
+        let sha = scripting.cache.insert(args[2]).sha;
         ctx.out.bulk(sha.as_bytes());
     } else if is(sub, "exists") {
         arity_ok(args.len() >= 3)?;

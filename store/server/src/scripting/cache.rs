@@ -6,35 +6,54 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use super::speed::RunSpeed;
+
 /// Lowercase hex SHA1 of `data` (redis.sha1hex, script names).
 pub fn sha1hex(data: &[u8]) -> String {
     sha1_smol::Sha1::from(data).digest().to_string()
 }
 
+/// A cached script: its body and how long its runs take.
+#[derive(Debug, Clone)]
+pub struct Cached {
+    pub sha: String,
+    pub body: Arc<[u8]>,
+    pub speed: Arc<RunSpeed>,
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    body: Arc<[u8]>,
+    speed: Arc<RunSpeed>,
+}
+
 #[derive(Debug, Default)]
 pub struct ScriptCache {
-    scripts: Mutex<HashMap<String, Arc<[u8]>>>,
+    scripts: Mutex<HashMap<String, Entry>>,
     /// Bumped by SCRIPT FLUSH: Lua states drop their compiled functions.
     generation: AtomicU64,
 }
 
 impl ScriptCache {
-    /// Adds a body; returns its SHA1.
-    pub fn insert(&self, body: &[u8]) -> (String, Arc<[u8]>) {
+    /// Adds a body (if new); returns it with its SHA1.
+    pub fn insert(&self, body: &[u8]) -> Cached {
         let sha = sha1hex(body);
         let mut scripts = self.scripts.lock();
-        let body = scripts.entry(sha.clone()).or_insert_with(|| Arc::from(body)).clone();
-        (sha, body)
+        let entry = scripts
+            .entry(sha.clone())
+            .or_insert_with(|| Entry { body: Arc::from(body), speed: Arc::default() })
+            .clone();
+        Cached { sha, body: entry.body, speed: entry.speed }
     }
 
-    /// The body of the script `sha` (any case).
-    pub fn get(&self, sha: &[u8]) -> Option<(String, Arc<[u8]>)> {
+    /// The script `sha` (any case).
+    pub fn get(&self, sha: &[u8]) -> Option<Cached> {
         if sha.len() != 40 {
             return None;
         }
         let sha = String::from_utf8_lossy(sha).to_ascii_lowercase();
-        let body = self.scripts.lock().get(&sha).cloned()?;
-        Some((sha, body))
+        let entry = self.scripts.lock().get(&sha).cloned()?;
+        Some(Cached { sha, body: entry.body, speed: entry.speed })
     }
 
     pub fn contains(&self, sha: &[u8]) -> bool {
@@ -62,7 +81,7 @@ impl ScriptCache {
 
     /// Bytes of cached bodies (used_memory_scripts_eval).
     pub fn body_bytes(&self) -> usize {
-        self.scripts.lock().iter().map(|(k, v)| k.len() + v.len()).sum()
+        self.scripts.lock().iter().map(|(k, v)| k.len() + v.body.len()).sum()
     }
 }
 
@@ -79,7 +98,7 @@ mod tests {
     #[test]
     fn lookup_ignores_case_and_flush_empties() {
         let cache = ScriptCache::default();
-        let (sha, _) = cache.insert(b"return 1");
+        let sha = cache.insert(b"return 1").sha;
         assert!(cache.contains(sha.to_ascii_uppercase().as_bytes()));
         cache.flush();
         assert!(cache.is_empty());

@@ -26,12 +26,14 @@ const BAD_NAME: &str =
     "ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long";
 
 /// One registered function.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct FunctionInfo {
     pub name: String,
     pub description: Option<Vec<u8>>,
     /// Bits of [`FLAG_NAMES`].
     pub flags: u8,
+    /// How long its runs take (whether it may run on a worker).
+    pub speed: Arc<super::speed::RunSpeed>,
 }
 
 /// One library.
@@ -220,7 +222,12 @@ mod tests {
     fn library(name: &str, functions: &[&str]) -> Library {
         let functions = functions
             .iter()
-            .map(|f| (f.to_ascii_lowercase(), FunctionInfo { name: f.to_string(), description: None, flags: 0 }))
+            .map(|f| {
+                (
+                    f.to_ascii_lowercase(),
+                    FunctionInfo { name: f.to_string(), description: None, flags: 0, speed: Arc::default() },
+                )
+            })
             .collect();
         Library { id: 0, name: name.into(), code: Vec::new(), functions }
     }

@@ -43,7 +43,7 @@ fn collect(table: &Table) -> mlua::Result<BTreeMap<String, FunctionInfo>> {
             _ => None,
         };
         let flags = entry.raw_get::<i64>("flags")? as u8;
-        functions.insert(key, FunctionInfo { name, description, flags });
+        functions.insert(key, FunctionInfo { name, description, flags, speed: Default::default() });
     }
     Ok(functions)
 }

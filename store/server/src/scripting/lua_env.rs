@@ -23,9 +23,11 @@ const PRELUDE: &str = include_str!("prelude.lua");
 /// A thread's interpreter.
 pub struct LuaEnv {
     pub lua: Lua,
-    /// The prelude's `impl` table: `run`, and the per-call functions
-    /// (`call`, `setresp`, `log`) that each run installs.
+    /// The prelude's `impl` table (with the callbacks of `callbacks.rs`).
     pub imp: Table,
+    /// The prelude's `impl.run` (EVAL) and `impl.run_function` (FCALL).
+    pub run: Function,
+    pub run_function: Function,
     /// Compiled scripts by SHA1.
     functions: Table,
     /// Loaded function libraries by id: lowercase function name → callback.
@@ -105,14 +107,26 @@ impl LuaEnv {
         imp.raw_set(
             "load_log",
             lua.create_function(|_, (level, message): (i64, mlua::String)| {
-                super::run::log(level, &message);
+                super::callbacks::log(level, &message);
                 Ok(())
             })?,
         )?;
         lua.load(PRELUDE).set_name("@cairn_prelude").call::<()>((imp.clone(), getinfo, setfenv))?;
+        super::callbacks::install(&lua, &imp)?;
+        let (run, run_function) = (imp.raw_get("run")?, imp.raw_get("run_function")?);
         let functions = lua.create_table()?;
         let libraries = lua.create_table()?;
-        Ok(LuaEnv { lua, imp, functions, libraries, libraries_generation: 0, generation: 0, reported: None })
+        Ok(LuaEnv {
+            lua,
+            imp,
+            run,
+            run_function,
+            functions,
+            libraries,
+            libraries_generation: 0,
+            generation: 0,
+            reported: None,
+        })
     }
 
     /// The compiled script `sha`, compiling `body` if needed. Err: Redis's

@@ -22,19 +22,27 @@
 //!   with thousands of arguments.
 //! - [`lua_memory`]: `used_memory_lua`, summed over the interpreters.
 //! - [`run`]: running one script atomically (every shard held), its
-//!   commands through the dispatcher, its writes logged as one record.
+//!   commands through the dispatcher, its writes logged as one record;
+//!   [`callbacks`]: `redis.call` and the other Rust functions it calls.
 //!
-//! A connection does not run a script on its worker's event loop: the EVAL
-//! handler leaves a [`run::ScriptRequest`] on the client, and the connection
-//! runs it on a blocking thread ([`offload::run_elsewhere`]) while the worker keeps
-//! serving its other clients, who wait for the script (or get -BUSY past
+//! - [`runner`]: the server's script thread, which runs clients' scripts in
+//!   rounds; [`on_worker`]: running a short script on the worker itself;
+//!   [`speed`]: which scripts are short.
+//!
+//! Where a client's script runs: a script known to be short (its runs so far
+//! finished within `--script-inline-us`) runs on the worker that received
+//! it, as Redis runs every script on its one thread ([`on_worker`]); any
+//! other goes to the script thread: the EVAL handler leaves a
+//! [`run::PendingScript`] on the client, and the connection hands it to
+//! [`offload::run_elsewhere`] while the worker keeps serving its other
+//! clients, who wait for the script (or get -BUSY past
 //! `busy-reply-threshold`). A transaction or a native frame that calls a
-//! script runs on a blocking thread as a whole, so no script ever runs on a
-//! worker thread.
+//! script runs on a blocking thread as a whole.
 
 pub mod busy;
 pub mod cache;
 pub mod call_args;
+pub mod callbacks;
 pub mod convert;
 pub mod gate;
 pub mod library;
@@ -50,9 +58,12 @@ pub mod lua_memory;
 pub mod lua_number;
 pub mod lua_struct;
 pub mod offload;
+pub mod on_worker;
 pub mod quiesce;
 pub mod run;
+pub mod runner;
 pub mod shebang;
+pub mod speed;
 
 use std::sync::{Arc, OnceLock};
 
@@ -70,6 +81,11 @@ pub struct Scripting {
     pub quiesce: quiesce::Quiesce,
     /// used_memory_lua: the bytes of every interpreter, summed.
     pub lua_memory: lua_memory::LuaMemory,
+    /// The thread that runs clients' scripts.
+    pub runner: runner::Runner,
+    /// Held by the worker running a short script itself (see [`on_worker`]).
+    pub on_worker: parking_lot::Mutex<()>,
+    pub where_ran: speed::WhereScriptsRan,
 }
 
 impl Scripting {
@@ -80,6 +96,9 @@ impl Scripting {
             busy: Arc::default(),
             quiesce: quiesce::Quiesce::new(workers),
             lua_memory: lua_memory::LuaMemory::default(),
+            runner: runner::Runner::default(),
+            on_worker: parking_lot::Mutex::new(()),
+            where_ran: speed::WhereScriptsRan::default(),
         }
     }
 

@@ -1,11 +1,12 @@
 //! Running script work on a blocking thread, off the worker's event loop.
 //!
 //! A script holds every shard and may run for seconds, and a worker thread
-//! must never wait for one (see [`super::quiesce`]). So a client's EVAL, an
-//! EXEC whose transaction calls a script, and a native frame with a script
-//! operation run on tokio's blocking pool while the worker keeps serving its
-//! other connections. For the last two the client itself moves to that
-//! thread and back ([`with_client_elsewhere`]).
+//! must never wait for one (see [`super::quiesce`]). So a client's EVAL or
+//! FCALL runs on the server's script thread ([`run_elsewhere`]), and an EXEC
+//! whose transaction calls a script, or a native frame with a script
+//! operation, on tokio's blocking pool, with the client itself moved to that
+//! thread and back ([`with_client_elsewhere`]), while the worker keeps
+//! serving its other connections.
 
 use std::sync::Arc;
 
@@ -19,28 +20,35 @@ use crate::stats::WorkerStats;
 #[error("the thread running a script failed: {0}")]
 pub struct OffloadFailed(String);
 
-/// Runs a client's script on a blocking thread, so that the worker's event
-/// loop keeps serving other connections; returns its outcome.
+/// Runs a client's scripts, in order, on the server's script thread (see
+/// [`super::runner`]), so that the worker's event loop keeps serving other
+/// connections; returns each one's reply offset and outcome.
 pub async fn run_elsewhere(
     server: &Arc<Server>,
     stats: &Arc<WorkerStats>,
     client: &Client,
-    request: run::ScriptRequest,
-) -> run::Outcome {
+    scripts: Vec<run::PendingScript>,
+) -> Vec<(usize, run::Outcome)> {
     let caller = run::Caller { handle: client.handle.clone(), db: client.db, protocol: client.protocol };
-    let (server, stats) = (server.clone(), stats.clone());
-    let task =
-        tokio::task::spawn_blocking(move || run::execute(&server, &stats, &caller, &request, run::Within::Alone));
-    match task.await {
-        Ok(outcome) => outcome,
-        Err(e) => {
-            tracing::error!(error = %e, "a script's thread failed");
+    let offsets: Vec<usize> = scripts.iter().map(|script| script.at).collect();
+    let requests = scripts.into_iter().map(|script| script.request);
+    let receivers = server.scripting.runner.submit(server, stats, &caller, requests);
+    let mut outcomes = Vec::with_capacity(offsets.len());
+    for (at, receiver) in offsets.into_iter().zip(receivers) {
+        let outcome = match receiver {
+            Some(receiver) => receiver.await.map_err(|e| e.to_string()),
+            None => Err("the script thread could not start".to_string()),
+        };
+        let outcome = outcome.unwrap_or_else(|failure| {
+            tracing::error!(error = %failure, "a script's thread failed");
             let mut reply = Vec::new();
             cairn_protocol::ReplyWriter::new(&mut reply, client.protocol)
                 .error("ERR Error running script: the script's thread failed");
             run::Outcome { reply, ..run::Outcome::default() }
-        }
+        });
+        outcomes.push((at, outcome));
     }
+    outcomes
 }
 
 /// Runs `work` on a blocking thread with the client moved there, then puts

@@ -9,7 +9,7 @@ end
 
 local redis = {}
 
--- redis.call and redis.pcall are Rust functions each run installs in this
+-- redis.call and redis.pcall are Rust functions callbacks.rs installs in this
 -- table (impl.redis): as C functions they keep the caller's frame (and line).
 impl.redis = redis
 

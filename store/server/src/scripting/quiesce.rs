@@ -16,8 +16,9 @@
 //!   then takes the shard locks.
 //!
 //! Either the worker's check sees the announcement, or the script sees the
-//! worker executing and waits for its batch to end. Scripts never run on a
-//! worker thread (see `scripting::offload`), so the script side may wait.
+//! worker executing and waits for its batch to end. A script that runs on a
+//! worker (`scripting::on_worker`) waits for the other workers, not its own;
+//! only one worker at a time does so, else two would wait for each other.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -93,16 +94,14 @@ impl Quiesce {
         Announced(self)
     }
 
-    /// Waits until each worker has been seen outside a batch since the
-    /// announcement. Batches are short (a worker stops at its next command),
-    /// so this spins briefly, then yields, then naps.
+    /// Waits until each worker (but this thread's own) has been seen outside
+    /// a batch since the announcement. Batches are short (a worker stops at
+    /// its next command), so this spins briefly, then yields, then naps.
     pub fn wait_for_workers(&self) {
         for slot in self.executing.iter() {
             if std::ptr::eq(&slot.0, MARKED.get()) {
-                // A script started inside this thread's own batch: scripts
-                // belong off the worker (scripting::offload). Waiting for
-                // ourselves would never end.
-                tracing::error!("a script started on a worker thread; it does not wait for its own worker");
+                // A short script running inside this worker's own batch
+                // (scripting::on_worker): waiting for ourselves would never end.
                 continue;
             }
             let mut tries = 0u32;

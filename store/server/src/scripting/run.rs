@@ -5,22 +5,28 @@
 
 use std::cell::RefCell;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use cairn_protocol::{ProtocolVersion, ReplyWriter};
-use mlua::{HookTriggers, Lua, MultiValue, Value, VmState};
+use mlua::{HookTriggers, Lua, Value, VmState};
 
 use super::busy::{Busy, Running, RunningFunction, KILLED};
-use super::convert::{lua_to_reply, reply_to_lua};
+use super::callbacks::{CallState, Published};
+use super::convert::lua_to_reply;
 use super::library::Library;
-use super::lua_env::{with_env, CallError, LuaEnv};
+use super::lua_env::{with_env, LuaEnv};
 use crate::blocking::BlockState;
 use crate::client::{Client, ClientHandle};
-use crate::commands::{dispatch, table, Ctx};
+use crate::commands::Ctx;
 use crate::server::Server;
 use crate::stats::WorkerStats;
 
 /// Lua instructions between two checks of SCRIPT KILL (as Redis's hook).
 const HOOK_EVERY_INSTRUCTIONS: u32 = 100_000;
+/// The same for a script on a worker, which also checks its deadline.
+const DEADLINE_CHECK_INSTRUCTIONS: u32 = 10_000;
+/// The error that stops a script abandoned on a worker (never seen by a client).
+const ABANDONED: &str = "Script abandoned on the worker to run on the script thread";
 
 /// A script to run.
 #[derive(Debug, Clone)]
@@ -37,6 +43,8 @@ pub struct ScriptRequest {
     pub allow_oom: bool,
     /// FCALL: the function to call (then `sha` is its name and `body` empty).
     pub function: Option<FunctionTarget>,
+    /// How long the script's runs take (whether it may run on a worker).
+    pub speed: Arc<super::speed::RunSpeed>,
 }
 
 /// The function an FCALL runs.
@@ -59,6 +67,15 @@ pub struct Caller {
     pub protocol: ProtocolVersion,
 }
 
+/// A script a connection's command left to run, and where its reply goes:
+/// the offset in the connection's output where the command's reply would
+/// have been written.
+#[derive(Debug)]
+pub struct PendingScript {
+    pub at: usize,
+    pub request: ScriptRequest,
+}
+
 /// A script's reply and what its writes need.
 #[derive(Debug, Default)]
 pub struct Outcome {
@@ -67,6 +84,10 @@ pub struct Outcome {
     pub last_lsn: u64,
     /// Its writes ran but could not be logged: the caller must close.
     pub log_failed: bool,
+    /// It ran past its deadline on a worker before writing anything and was
+    /// stopped: it changed nothing, its reply is empty, it must run again
+    /// on the script thread.
+    pub abandoned: bool,
 }
 
 /// A transaction's pending log (EXEC): a script inside EXEC adds its writes there.
@@ -80,10 +101,14 @@ pub enum Within<'a> {
     /// Inside EXEC, which announced it and holds every shard already; its
     /// writes join the transaction's log (when there is a log).
     Exec(Option<&'a mut TxnLog>),
+    /// On the worker that received it (see `scripting::on_worker`): alone,
+    /// and abandoned ([`Outcome::abandoned`]) if it is still running at
+    /// `deadline` and has not written.
+    Worker { deadline: Instant },
 }
 
 /// Runs a script on this thread, holding every shard, and returns its reply.
-/// Never on a worker thread: alone, it waits for the workers to leave their
+/// Alone, it waits for the workers (but its own, on a worker) to leave their
 /// batches (see [`super::quiesce`]).
 pub fn execute(
     server: &Server,
@@ -92,19 +117,68 @@ pub fn execute(
     request: &ScriptRequest,
     within: Within<'_>,
 ) -> Outcome {
-    let keyspace = &server.keyspace;
-    let scripting = &server.scripting;
-    let all: Vec<usize> = (0..keyspace.num_shards()).collect();
-    // Declared in this order, dropped in the reverse one: the script ends,
-    // then its shards are released, then its announcement goes.
-    let (announced, parent_txn) = match within {
-        Within::Alone => (Some(scripting.quiesce.announce()), None),
-        Within::Exec(parent_txn) => (None, parent_txn),
+    let (alone, parent_txn, deadline) = match within {
+        Within::Alone => (true, None, None),
+        Within::Exec(parent_txn) => (false, parent_txn, None),
+        Within::Worker { deadline } => (true, None, Some(deadline)),
     };
-    if announced.is_some() {
-        scripting.quiesce.wait_for_workers();
+    let exclusive = Exclusive::take(server, alone);
+    let outcome = run_held(server, stats, caller, request, parent_txn, deadline);
+    drop(exclusive);
+    after_scripts(server, stats);
+    outcome
+}
+
+/// Runs scripts one after the other under one exclusive hold of the
+/// keyspace (the script runner's round, see [`super::runner`]); their
+/// outcomes in the same order.
+pub fn execute_round(server: &Server, scripts: &[(&WorkerStats, &Caller, &ScriptRequest)]) -> Vec<Outcome> {
+    let Some(&(first_stats, ..)) = scripts.first() else { return Vec::new() };
+    let exclusive = Exclusive::take(server, true);
+    let outcomes =
+        scripts.iter().map(|&(stats, caller, request)| run_held(server, stats, caller, request, None, None)).collect();
+    drop(exclusive);
+    after_scripts(server, first_stats);
+    outcomes
+}
+
+/// What a script needs to run alone: every shard held and, unless it runs
+/// inside EXEC (which did this already), no worker inside a batch.
+struct Exclusive<'s> {
+    // Dropped in this order: the shards, then the announcement.
+    _held: cairn_engine::keyspace::HeldShards<'s>,
+    _announced: Option<super::quiesce::Announced<'s>>,
+}
+
+impl<'s> Exclusive<'s> {
+    fn take(server: &'s Server, announce: bool) -> Exclusive<'s> {
+        let quiesce = &server.scripting.quiesce;
+        let announced = announce.then(|| quiesce.announce());
+        if announced.is_some() {
+            quiesce.wait_for_workers();
+        }
+        let all: Vec<usize> = (0..server.keyspace.num_shards()).collect();
+        Exclusive { _held: server.keyspace.hold_shards(&all), _announced: announced }
     }
-    let held = keyspace.hold_shards(&all);
+}
+
+/// Once the shards are released: the clients waiting for the script look
+/// again, and blocked clients its pushes served are answered.
+fn after_scripts(server: &Server, stats: &WorkerStats) {
+    server.scripting.busy.notify_changed();
+    server.blocking.serve_ready(server, stats);
+}
+
+/// Runs one script while its caller holds the keyspace ([`Exclusive`]).
+fn run_held(
+    server: &Server,
+    stats: &WorkerStats,
+    caller: &Caller,
+    request: &ScriptRequest,
+    parent_txn: Option<&mut TxnLog>,
+    deadline: Option<Instant>,
+) -> Outcome {
+    let scripting = &server.scripting;
     let function =
         request.function.as_ref().map(|f| RunningFunction { name: request.sha.clone(), command: f.command.clone() });
     let running = Running::start(&scripting.busy, function);
@@ -130,7 +204,7 @@ pub fn execute(
         let mut ctx =
             Ctx::new(server, &mut client, ReplyWriter::new(&mut scratch, ProtocolVersion::Resp2), stats, now_ms);
         let mut out = ReplyWriter::new(&mut outcome.reply, caller.protocol);
-        run_lua(&mut ctx, request, &mut out);
+        outcome.abandoned = run_lua(&mut ctx, request, &mut out, deadline);
         let logged = ctx.client.txn_log.take().unwrap_or_default();
         match (parent_txn, wal) {
             (Some(parent), _) => parent.extend(logged),
@@ -145,35 +219,25 @@ pub fn execute(
     }
     outcome.last_lsn = client.last_lsn;
     drop(running);
-    drop(held);
-    drop(announced);
-    scripting.busy.notify_changed();
-    server.blocking.serve_ready(server, stats);
+    if outcome.abandoned {
+        outcome.reply.clear();
+        request.speed.mark_long();
+    }
     outcome
 }
 
 /// Compiles (or finds) the script and runs it, writing its reply to `out`.
-fn run_lua(ctx: &mut Ctx<'_>, request: &ScriptRequest, out: &mut ReplyWriter<'_>) {
+/// True when it was abandoned at `deadline` (see [`Within::Worker`]).
+fn run_lua(ctx: &mut Ctx<'_>, request: &ScriptRequest, out: &mut ReplyWriter<'_>, deadline: Option<Instant>) -> bool {
     let scripting = &ctx.server.scripting;
     let busy = scripting.busy.clone();
     let generation = scripting.cache.generation();
-    let result = with_env(generation, |env| call_script(env, ctx, request, out, busy));
-    if let Err(e) = result {
-        out.error(&format!("ERR Error running script {}, {e}", request.sha));
-    }
+    let result = with_env(generation, |env| call_script(env, ctx, request, out, busy, deadline));
     super::lua_env::report_memory(&scripting.lua_memory);
-}
-
-/// What the functions a script calls share.
-struct CallState<'c, 'a> {
-    ctx: &'c mut Ctx<'a>,
-    resp3: bool,
-    read_only: bool,
-    busy: &'c Busy,
-    /// Memory was above `maxmemory` when the script started.
-    oom_at_start: bool,
-    /// The script called a write command.
-    wrote: bool,
+    result.unwrap_or_else(|e| {
+        out.error(&format!("ERR Error running script {}, {e}", request.sha));
+        false
+    })
 }
 
 fn call_script(
@@ -182,7 +246,8 @@ fn call_script(
     request: &ScriptRequest,
     out: &mut ReplyWriter<'_>,
     busy: Arc<Busy>,
-) {
+    deadline: Option<Instant>,
+) -> bool {
     let function = match &request.function {
         None => env.function(&request.sha, &request.body),
         Some(target) => env.library_function(target.generation, &target.library, &target.key),
@@ -191,7 +256,7 @@ fn call_script(
         Ok(f) => f,
         Err(message) => {
             out.error(&message);
-            return;
+            return false;
         }
     };
     let lua = &env.lua;
@@ -201,16 +266,17 @@ fn call_script(
         Ok(arguments) => arguments,
         Err(e) => {
             out.error(&format!("ERR {e}"));
-            return;
+            return false;
         }
     };
     let hook_busy = busy.clone();
-    lua.set_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY_INSTRUCTIONS), move |lua, _| {
+    let every = if deadline.is_some() { DEADLINE_CHECK_INSTRUCTIONS } else { HOOK_EVERY_INSTRUCTIONS };
+    lua.set_hook(HookTriggers::new().every_nth_instruction(every), move |lua, _| {
         if hook_busy.kill_requested() {
-            // From now on every line fails (as Redis's hook), so that a
-            // script's pcall cannot swallow the kill and carry on.
-            lua.set_hook(HookTriggers::new().every_line(), |_, _| Err(mlua::Error::runtime(KILLED)));
-            return Err(mlua::Error::runtime(KILLED));
+            return stop(lua, KILLED);
+        }
+        if deadline.is_some_and(|deadline| Instant::now() >= deadline) && super::callbacks::abandon_unless_written() {
+            return stop(lua, ABANDONED);
         }
         Ok(VmState::Continue)
     });
@@ -224,65 +290,41 @@ fn call_script(
         busy: &busy,
         oom_at_start,
         wrote: false,
+        abandoned: false,
     });
-    let imp = env.imp.clone();
-    let result = lua.scope(|scope| {
-        let redis: mlua::Table = imp.raw_get("redis")?;
-        let call = scope.create_function(|lua, args: MultiValue| match redis_call(lua, &state, args)? {
-            (Value::Table(reply), true) => {
-                let message: String = reply.raw_get("err").unwrap_or_default();
-                Err(mlua::Error::external(CallError(message)))
-            }
-            (reply, _) => Ok(reply),
-        })?;
-        redis.raw_set("call", super::call_args::packing(lua, call)?)?;
-        let pcall = scope.create_function(|lua, args: MultiValue| Ok(redis_call(lua, &state, args)?.0))?;
-        redis.raw_set("pcall", super::call_args::packing(lua, pcall)?)?;
-        imp.raw_set(
-            "setresp",
-            scope.create_function(|_, version: i64| {
-                set_resp(&state, version == 3);
-                Ok(())
-            })?,
-        )?;
-        imp.raw_set(
-            "acl_check_cmd",
-            scope.create_function(|lua, args: MultiValue| match self::arguments(args) {
-                Err(message) => Ok(error_table(lua, message)?),
-                Ok(argv) => Ok(acl_check_cmd(&state.borrow(), argv.as_slice()).map_or(Value::Nil, Value::Boolean)),
-            })?,
-        )?;
-        imp.raw_set(
-            "log",
-            scope.create_function(|_, (level, message): (i64, mlua::String)| {
-                log(level, &message);
-                Ok(())
-            })?,
-        )?;
-        let (ok, value): (bool, Value) = match &arguments {
-            None => imp.raw_get::<mlua::Function>("run")?.call(function)?,
-            Some((keys, argv)) => imp.raw_get::<mlua::Function>("run_function")?.call((function, keys, argv))?,
+    let budget = Duration::from_micros(state.borrow().ctx.server.config.script_inline_us);
+    let result = {
+        let _published = Published::new(&state);
+        // Timed without the interpreter's creation and the compilation.
+        let started = Instant::now();
+        let called: mlua::Result<(bool, Value)> = match &arguments {
+            None => env.run.call(function),
+            Some((keys, argv)) => env.run_function.call((function, keys, argv)),
         };
-        let resp3 = state.borrow().resp3;
-        if ok {
-            lua_to_reply(&value, out, resp3);
-        } else {
-            write_error(&value, out, &request.sha, busy.kill_requested());
-        }
-        Ok(())
-    });
+        request.speed.record(started.elapsed(), budget);
+        called.map(|(ok, value)| {
+            if ok {
+                lua_to_reply(&value, out, state.borrow().resp3);
+            } else {
+                write_error(&value, out, &request.sha, busy.kill_requested());
+            }
+        })
+    };
     lua.remove_hook();
-    for name in ["setresp", "log", "acl_check_cmd"] {
-        let _ = imp.raw_set(name, Value::Nil);
-    }
-    if let Ok(redis) = imp.raw_get::<mlua::Table>("redis") {
-        let _ = redis.raw_set("call", Value::Nil);
-        let _ = redis.raw_set("pcall", Value::Nil);
-    }
     if let Err(e) = result {
         out.error(&format!("ERR Error running script {}, {e}", request.sha));
         let _ = lua.gc_collect();
     }
+    let abandoned = state.borrow().abandoned;
+    abandoned
+}
+
+/// Stops the running script with `message`: every line from now on fails
+/// (as Redis's hook), so that a script's pcall cannot swallow the stop and
+/// carry on.
+fn stop(lua: &Lua, message: &'static str) -> mlua::Result<VmState> {
+    lua.set_hook(HookTriggers::new().every_line(), move |_, _| Err(mlua::Error::runtime(message)));
+    Err(mlua::Error::runtime(message))
 }
 
 /// What a script is called with: nothing (EVAL: the KEYS and ARGV
@@ -308,104 +350,6 @@ fn array(lua: &Lua, items: &[Vec<u8>]) -> mlua::Result<mlua::Table> {
         table.raw_set(i + 1, lua.create_string(item)?)?;
     }
     Ok(table)
-}
-
-fn set_resp(state: &RefCell<CallState<'_, '_>>, resp3: bool) {
-    let mut st = state.borrow_mut();
-    st.resp3 = resp3;
-    let version = if resp3 { ProtocolVersion::Resp3 } else { ProtocolVersion::Resp2 };
-    st.ctx.out.set_version(version);
-    st.ctx.client.protocol = version;
-}
-
-pub(crate) fn log(level: i64, message: &mlua::String) {
-    let message = message.to_string_lossy();
-    match level {
-        0 | 1 => tracing::debug!(target: "cairn::script", "{message}"),
-        2 => tracing::info!(target: "cairn::script", "{message}"),
-        _ => tracing::warn!(target: "cairn::script", "{message}"),
-    }
-}
-
-/// `redis.call` / `redis.pcall`: the reply as a Lua value, and whether it is an error.
-fn redis_call(lua: &Lua, state: &RefCell<CallState<'_, '_>>, args: MultiValue) -> mlua::Result<(Value, bool)> {
-    let argv = match arguments(args) {
-        Ok(argv) => argv,
-        Err(message) => return Ok((error_table(lua, message)?, true)),
-    };
-    let reply = call_command(&mut state.borrow_mut(), &argv);
-    match reply {
-        Err(message) => Ok((error_table(lua, message)?, true)),
-        Ok(bytes) => {
-            let failed = matches!(bytes.first(), Some(b'-' | b'!'));
-            Ok((reply_to_lua(lua, &bytes)?, failed))
-        }
-    }
-}
-
-/// `redis.acl_check_cmd`: whether the script's user may run `argv`; None
-/// for an unknown command.
-fn acl_check_cmd(st: &CallState<'_, '_>, argv: &[Vec<u8>]) -> Option<bool> {
-    let index = table::lookup(&argv[0])?;
-    let spec = table::spec(index);
-    let args: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
-    let user = &st.ctx.client.user;
-    Some(user.is_unrestricted() || crate::acl::check::check(&user.rules(), spec.name, &args).is_ok())
-}
-
-fn arguments(args: MultiValue) -> Result<Vec<Vec<u8>>, &'static str> {
-    if args.is_empty() {
-        return Err("ERR Please specify at least one argument for this redis lib call");
-    }
-    super::call_args::unpacked(args, |value| match value {
-        Value::String(s) => Ok(s.as_bytes().to_vec()),
-        // Redis writes numbers with %.17g, not Lua's lossy %.14g.
-        Value::Integer(n) => Ok(super::lua_number::format_g(n as f64, 17).into_bytes()),
-        Value::Number(n) => Ok(super::lua_number::format_g(n, 17).into_bytes()),
-        _ => Err("ERR Lua redis lib command arguments must be strings or integers"),
-    })
-}
-
-/// Runs one command for the script through the dispatcher; its reply bytes.
-fn call_command(st: &mut CallState<'_, '_>, argv: &[Vec<u8>]) -> Result<Vec<u8>, &'static str> {
-    let Some(index) = table::lookup(&argv[0]) else {
-        return Err("ERR Unknown Redis command called from script");
-    };
-    let spec = table::spec(index);
-    if super::not_allowed_from_scripts(index)
-        && (super::never_from_scripts(spec)
-            || !st.ctx.server.runtime.disable_deny_scripts.load(std::sync::atomic::Ordering::Relaxed))
-    {
-        return Err("ERR This Redis command is not allowed from script");
-    }
-    if !spec.arity_ok(argv.len()) {
-        return Err("ERR Wrong number of args calling Redis command from script");
-    }
-    if st.oom_at_start && !st.wrote && crate::maxmemory::denyoom(index) {
-        return Err("OOM command not allowed when used memory > 'maxmemory'.");
-    }
-    if spec.flags & table::WRITE != 0 || table::may_replicate(index) {
-        if st.read_only {
-            return Err("ERR Write commands are not allowed from read-only scripts.");
-        }
-        if st.ctx.server.runtime.lacks_good_replicas() {
-            return Err(crate::commands::NOREPLICAS);
-        }
-        st.busy.note_write();
-        st.wrote = true;
-    }
-    let args: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
-    dispatch(st.ctx, &args);
-    let buffer = st.ctx.out.buffer();
-    let bytes = buffer.clone();
-    buffer.clear();
-    Ok(bytes)
-}
-
-fn error_table(lua: &Lua, message: &str) -> mlua::Result<Value> {
-    let table = lua.create_table_with_capacity(0, 1)?;
-    table.raw_set("err", message)?;
-    Ok(Value::Table(table))
 }
 
 /// A failed script's reply, as Redis 7.0 words it:

@@ -46,7 +46,8 @@ pub fn after_command(ctx: &mut Ctx<'_>, spec: &table::CommandSpec) {
         return;
     }
     if let Some(tracker) = ctx.client.tracking.as_ref() {
-        let keeps_choice = spec.name == "client" || ctx.client.multi.is_some() || ctx.client.pending_script.is_some();
+        let keeps_choice =
+            spec.name == "client" || ctx.client.multi.is_some() || !ctx.client.pending_scripts.is_empty();
         if !keeps_choice {
             tracker.state.lock().caching = false;
         }

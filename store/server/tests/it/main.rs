@@ -34,6 +34,7 @@ mod pubsub;
 mod resp;
 mod scripting;
 mod scripting_libs;
+mod scripting_on_worker;
 mod scripting_workers;
 mod slowlog;
 mod sort;

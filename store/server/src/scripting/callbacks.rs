@@ -1,0 +1,218 @@
+//! The Rust functions a script calls: `redis.call`, `redis.pcall`, and the
+//! prelude's `impl.setresp`, `impl.acl_check_cmd` and `impl.log`.
+//!
+//! They are created once per interpreter ([`install`]), not per run: a
+//! function created per run is a Lua closure and a userdata with a
+//! finalizer, and their allocation and collection cost more than a short
+//! script itself. They reach the running script's state through a
+//! thread-local that [`Published`] sets for the duration of the run; called
+//! at any other time they fail.
+
+use std::cell::{Cell, RefCell};
+use std::marker::PhantomData;
+
+use cairn_protocol::ProtocolVersion;
+use mlua::{Lua, MultiValue, Table, Value};
+
+use super::busy::Busy;
+use super::convert::reply_to_lua;
+use super::lua_env::CallError;
+use crate::commands::{dispatch, table, Ctx};
+
+thread_local! {
+    /// The `RefCell<CallState>` of the script running on this thread, or null.
+    static CURRENT: Cell<*const ()> = const { Cell::new(std::ptr::null()) };
+}
+
+/// The running script's state, published to the callbacks until dropped.
+pub(super) struct Published<'s> {
+    previous: *const (),
+    _state: PhantomData<&'s ()>,
+}
+
+impl<'s> Published<'s> {
+    pub(super) fn new(state: &'s RefCell<CallState<'_, '_>>) -> Published<'s> {
+        let previous = CURRENT.replace(std::ptr::from_ref(state).cast());
+        Published { previous, _state: PhantomData }
+    }
+}
+
+impl Drop for Published<'_> {
+    fn drop(&mut self) {
+        CURRENT.set(self.previous);
+    }
+}
+
+/// Runs `f` with the state of the script running on this thread.
+fn with_current<R>(f: impl FnOnce(&RefCell<CallState<'_, '_>>) -> R) -> mlua::Result<R> {
+    let current = CURRENT.get();
+    if current.is_null() {
+        return Err(mlua::Error::runtime("this function is only available while a script runs"));
+    }
+    // SAFETY: `current` was set by `Published::new` from a reference that
+    // outlives the `Published`, which puts the previous value back when it
+    // is dropped; the thread-local is read on this thread only. The borrows
+    // inside the state (the context, the Busy) outlive the reference too,
+    // and `f` cannot keep any of them: it accepts every lifetime.
+    let state = unsafe { &*current.cast::<RefCell<CallState<'_, '_>>>() };
+    Ok(f(state))
+}
+
+/// For the deadline of a script on a worker: abandons the running script
+/// unless it has written; whether it did.
+pub(super) fn abandon_unless_written() -> bool {
+    with_current(|state| match state.try_borrow_mut() {
+        Ok(mut st) if !st.wrote => {
+            st.abandoned = true;
+            true
+        }
+        _ => false,
+    })
+    .unwrap_or(false)
+}
+
+/// Creates the callbacks in a new interpreter: `redis.call` and `redis.pcall`
+/// in the prelude's `impl.redis`, the others in `impl`.
+pub(super) fn install(lua: &Lua, imp: &Table) -> mlua::Result<()> {
+    let redis: Table = imp.raw_get("redis")?;
+    let call =
+        lua.create_function(|lua, args: MultiValue| match with_current(|state| redis_call(lua, state, args))?? {
+            (Value::Table(reply), true) => {
+                let message: String = reply.raw_get("err").unwrap_or_default();
+                Err(mlua::Error::external(CallError(message)))
+            }
+            (reply, _) => Ok(reply),
+        })?;
+    redis.raw_set("call", super::call_args::packing(lua, call)?)?;
+    let pcall =
+        lua.create_function(|lua, args: MultiValue| Ok(with_current(|state| redis_call(lua, state, args))??.0))?;
+    redis.raw_set("pcall", super::call_args::packing(lua, pcall)?)?;
+    let setresp = lua.create_function(|_, version: i64| with_current(|state| set_resp(state, version == 3)))?;
+    imp.raw_set("setresp", setresp)?;
+    let acl_check = lua.create_function(|lua, args: MultiValue| match arguments(args) {
+        Err(message) => error_table(lua, message),
+        Ok(argv) => with_current(|state| acl_check_cmd(&state.borrow(), &argv).map_or(Value::Nil, Value::Boolean)),
+    })?;
+    imp.raw_set("acl_check_cmd", acl_check)?;
+    let log = lua.create_function(|_, (level, message): (i64, mlua::String)| {
+        self::log(level, &message);
+        Ok(())
+    })?;
+    imp.raw_set("log", log)
+}
+
+/// What the functions a script calls share.
+pub(super) struct CallState<'c, 'a> {
+    pub ctx: &'c mut Ctx<'a>,
+    /// The script switched to RESP3 (`redis.setresp(3)`).
+    pub resp3: bool,
+    pub read_only: bool,
+    pub busy: &'c Busy,
+    /// Memory was above `maxmemory` when the script started.
+    pub oom_at_start: bool,
+    /// The script called a write command.
+    pub wrote: bool,
+    /// The script was abandoned on a worker (see `run::Within::Worker`): it
+    /// may not call commands any more.
+    pub abandoned: bool,
+}
+fn set_resp(state: &RefCell<CallState<'_, '_>>, resp3: bool) {
+    let mut st = state.borrow_mut();
+    st.resp3 = resp3;
+    let version = if resp3 { ProtocolVersion::Resp3 } else { ProtocolVersion::Resp2 };
+    st.ctx.out.set_version(version);
+    st.ctx.client.protocol = version;
+}
+
+pub(crate) fn log(level: i64, message: &mlua::String) {
+    let message = message.to_string_lossy();
+    match level {
+        0 | 1 => tracing::debug!(target: "cairn::script", "{message}"),
+        2 => tracing::info!(target: "cairn::script", "{message}"),
+        _ => tracing::warn!(target: "cairn::script", "{message}"),
+    }
+}
+
+/// `redis.call` / `redis.pcall`: the reply as a Lua value, and whether it is an error.
+fn redis_call(lua: &Lua, state: &RefCell<CallState<'_, '_>>, args: MultiValue) -> mlua::Result<(Value, bool)> {
+    let argv = match arguments(args) {
+        Ok(argv) => argv,
+        Err(message) => return Ok((error_table(lua, message)?, true)),
+    };
+    let reply = call_command(&mut state.borrow_mut(), &argv);
+    match reply {
+        Err(message) => Ok((error_table(lua, message)?, true)),
+        Ok(bytes) => {
+            let failed = matches!(bytes.first(), Some(b'-' | b'!'));
+            Ok((reply_to_lua(lua, &bytes)?, failed))
+        }
+    }
+}
+
+/// `redis.acl_check_cmd`: whether the script's user may run `argv`; None
+/// for an unknown command.
+fn acl_check_cmd(st: &CallState<'_, '_>, argv: &[Vec<u8>]) -> Option<bool> {
+    let index = table::lookup(&argv[0])?;
+    let spec = table::spec(index);
+    let args: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
+    let user = &st.ctx.client.user;
+    Some(user.is_unrestricted() || crate::acl::check::check(&user.rules(), spec.name, &args).is_ok())
+}
+
+fn arguments(args: MultiValue) -> Result<Vec<Vec<u8>>, &'static str> {
+    if args.is_empty() {
+        return Err("ERR Please specify at least one argument for this redis lib call");
+    }
+    super::call_args::unpacked(args, |value| match value {
+        Value::String(s) => Ok(s.as_bytes().to_vec()),
+        // Redis writes numbers with %.17g, not Lua's lossy %.14g.
+        Value::Integer(n) => Ok(super::lua_number::format_g(n as f64, 17).into_bytes()),
+        Value::Number(n) => Ok(super::lua_number::format_g(n, 17).into_bytes()),
+        _ => Err("ERR Lua redis lib command arguments must be strings or integers"),
+    })
+}
+
+/// Runs one command for the script through the dispatcher; its reply bytes.
+fn call_command(st: &mut CallState<'_, '_>, argv: &[Vec<u8>]) -> Result<Vec<u8>, &'static str> {
+    if st.abandoned {
+        return Err("ERR Script abandoned on the worker");
+    }
+    let Some(index) = table::lookup(&argv[0]) else {
+        return Err("ERR Unknown Redis command called from script");
+    };
+    let spec = table::spec(index);
+    if super::not_allowed_from_scripts(index)
+        && (super::never_from_scripts(spec)
+            || !st.ctx.server.runtime.disable_deny_scripts.load(std::sync::atomic::Ordering::Relaxed))
+    {
+        return Err("ERR This Redis command is not allowed from script");
+    }
+    if !spec.arity_ok(argv.len()) {
+        return Err("ERR Wrong number of args calling Redis command from script");
+    }
+    if st.oom_at_start && !st.wrote && crate::maxmemory::denyoom(index) {
+        return Err("OOM command not allowed when used memory > 'maxmemory'.");
+    }
+    if spec.flags & table::WRITE != 0 || table::may_replicate(index) {
+        if st.read_only {
+            return Err("ERR Write commands are not allowed from read-only scripts.");
+        }
+        if st.ctx.server.runtime.lacks_good_replicas() {
+            return Err(crate::commands::NOREPLICAS);
+        }
+        st.busy.note_write();
+        st.wrote = true;
+    }
+    let args: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
+    dispatch(st.ctx, &args);
+    let buffer = st.ctx.out.buffer();
+    let bytes = buffer.clone();
+    buffer.clear();
+    Ok(bytes)
+}
+
+fn error_table(lua: &Lua, message: &str) -> mlua::Result<Value> {
+    let table = lua.create_table_with_capacity(0, 1)?;
+    table.raw_set("err", message)?;
+    Ok(Value::Table(table))
+}

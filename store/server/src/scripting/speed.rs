@@ -1,0 +1,97 @@
+//! Whether a script (an EVAL body or a library function) is short enough to
+//! run on the worker that received it (see [`super::on_worker`]).
+//!
+//! A script runs on the script thread until one of its runs finishes within
+//! the budget (`--script-inline-us`); from then on it runs on the worker,
+//! until a run there is abandoned at the deadline (it had not written) or
+//! any run takes longer than [`LONG_RUN`]: then it is long, and runs on the
+//! script thread for good (until SCRIPT FLUSH or FUNCTION LOAD replaces it).
+//! Runs between the budget and [`LONG_RUN`] change nothing: on a busy CPU a
+//! short script's run is stretched by preemption (and a first run pays for
+//! one-time work, the interpreter's first command, that takes milliseconds),
+//! and such a run on a worker delays that worker's clients no more than
+//! any script delays every client in Redis.
+
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::time::Duration;
+
+const UNKNOWN: u8 = 0;
+const SHORT: u8 = 1;
+const LONG: u8 = 2;
+
+/// A run this long makes its script long, whatever the budget.
+pub const LONG_RUN: Duration = Duration::from_millis(100);
+
+/// What the runs of one script so far say about its length.
+#[derive(Debug, Default)]
+pub struct RunSpeed(AtomicU8);
+
+impl RunSpeed {
+    /// The script may run on a worker.
+    pub fn is_short(&self) -> bool {
+        self.0.load(Ordering::Relaxed) == SHORT
+    }
+
+    /// A run took `took`; `budget` is the inline budget.
+    pub fn record(&self, took: Duration, budget: Duration) {
+        if took > LONG_RUN.max(budget) {
+            self.mark_long();
+        } else if took <= budget {
+            let _ = self.0.compare_exchange(UNKNOWN, SHORT, Ordering::Relaxed, Ordering::Relaxed);
+        }
+    }
+
+    /// A run was abandoned at its deadline, or took too long: the script
+    /// runs on the script thread from now on.
+    pub fn mark_long(&self) {
+        self.0.store(LONG, Ordering::Relaxed);
+    }
+}
+
+/// Where clients' scripts ran (INFO stats `cairn_scripts_*`).
+#[derive(Debug, Default)]
+pub struct WhereScriptsRan {
+    pub on_worker: AtomicU64,
+    pub on_script_thread: AtomicU64,
+    /// Runs on a worker abandoned at their deadline (then run on the thread).
+    pub abandoned_on_worker: AtomicU64,
+}
+
+impl WhereScriptsRan {
+    pub fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BUDGET: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn short_after_a_run_within_the_budget() {
+        let speed = RunSpeed::default();
+        assert!(!speed.is_short());
+        speed.record(Duration::from_millis(5), BUDGET);
+        assert!(!speed.is_short(), "a run past the budget is no evidence of a short script");
+        speed.record(Duration::from_micros(10), BUDGET);
+        assert!(speed.is_short());
+        speed.record(Duration::from_millis(5), BUDGET);
+        assert!(speed.is_short(), "a preempted run does not make a short script long");
+    }
+
+    #[test]
+    fn one_long_run_is_enough_forever() {
+        let speed = RunSpeed::default();
+        speed.record(Duration::from_micros(10), BUDGET);
+        speed.record(LONG_RUN + Duration::from_millis(1), BUDGET);
+        speed.record(Duration::from_micros(10), BUDGET);
+        assert!(!speed.is_short());
+        let abandoned = RunSpeed::default();
+        abandoned.record(Duration::from_micros(10), BUDGET);
+        abandoned.mark_long();
+        abandoned.record(Duration::from_micros(10), BUDGET);
+        assert!(!abandoned.is_short());
+    }
+}
