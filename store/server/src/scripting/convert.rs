@@ -11,16 +11,31 @@
 //! `err`/`ok`/`double`/`big_number`/`verbatim_string`/`map`/`set` → that type,
 //! other tables → array up to the first nil, anything else → null.
 
+use std::ffi::CStr;
+use std::os::raw::c_int;
+
 use cairn_protocol::ReplyWriter;
-use mlua::{Lua, Table, Value};
+use mlua::{ffi, Lua, Table, Value};
 
 /// Deepest reply nesting converted (deeper values are cut as errors).
 const MAX_DEPTH: usize = 512;
 
 /// Parses one reply from `bytes` (a complete reply the dispatcher wrote) into a Lua value.
+///
+/// Built with Lua's C API in one protected call: through mlua's typed API
+/// each table, string and field costs a protected call of its own (and, in
+/// Lua 5.1, a C closure allocated for it), more than the whole conversion.
 pub fn reply_to_lua(lua: &Lua, bytes: &[u8]) -> mlua::Result<Value> {
-    let mut pos = 0;
-    parse(lua, bytes, &mut pos, 0)
+    // SAFETY: `push` pushes exactly one value (the one exec_raw returns),
+    // checks the stack before each nesting level, and reads `bytes` only
+    // within bounds; errors it raises (out of memory, a NaN map key) are
+    // caught by exec_raw's protected call.
+    unsafe {
+        lua.exec_raw::<Value>((), |state| {
+            let mut pos = 0;
+            push(state, bytes, &mut pos, 0);
+        })
+    }
 }
 
 fn line<'b>(bytes: &'b [u8], pos: &mut usize) -> &'b [u8] {
@@ -34,66 +49,129 @@ fn number(text: &[u8]) -> i64 {
     cairn_engine::number::parse_i64(text).unwrap_or(0)
 }
 
-fn parse(lua: &Lua, bytes: &[u8], pos: &mut usize, depth: usize) -> mlua::Result<Value> {
-    if *pos >= bytes.len() || depth > MAX_DEPTH {
-        return Ok(Value::Boolean(false));
+/// Pushes the reply at `pos` as one Lua value.
+unsafe fn push(state: *mut ffi::lua_State, bytes: &[u8], pos: &mut usize, depth: usize) {
+    // SAFETY: on the Lua state exec_raw gives `reply_to_lua`, in its
+    // protected call; see there.
+    unsafe {
+        if *pos >= bytes.len() || depth > MAX_DEPTH {
+            ffi::lua_pushboolean(state, 0);
+            return;
+        }
+        ffi::luaL_checkstack(state, 4, c"reply nested too deep".as_ptr());
+        let kind = bytes[*pos];
+        *pos += 1;
+        let head = line(bytes, pos);
+        match kind {
+            b':' => ffi::lua_pushnumber(state, number(head) as f64),
+            b'+' => single(state, c"ok", |state| push_bytes(state, head)),
+            b'-' | b'!' => {
+                let text = if kind == b'!' { bulk_body(bytes, pos, number(head)) } else { head };
+                single(state, c"err", |state| push_bytes(state, text));
+            }
+            b'$' => match number(head) {
+                n if n < 0 => ffi::lua_pushboolean(state, 0),
+                n => push_bytes(state, bulk_body(bytes, pos, n)),
+            },
+            b'*' | b'>' => match number(head) {
+                n if n < 0 => ffi::lua_pushboolean(state, 0),
+                n => push_array(state, bytes, pos, n as usize, depth),
+            },
+            b'~' => match number(head) {
+                n if n < 0 => ffi::lua_pushboolean(state, 0),
+                n => single(state, c"set", |state| push_set(state, bytes, pos, n as usize, depth)),
+            },
+            b'%' | b'|' => {
+                single(state, c"map", |state| push_map(state, bytes, pos, number(head).max(0) as usize, depth))
+            }
+            b'_' => ffi::lua_pushnil(state),
+            b'#' => ffi::lua_pushboolean(state, i32::from(head == b"t")),
+            b',' => {
+                let n = std::str::from_utf8(head).ok().and_then(|t| t.parse::<f64>().ok()).unwrap_or(0.0);
+                single(state, c"double", |state| ffi::lua_pushnumber(state, n));
+            }
+            b'(' => single(state, c"big_number", |state| push_bytes(state, head)),
+            b'=' => {
+                let body = bulk_body(bytes, pos, number(head));
+                let (format, text) = if body.len() >= 4 { (&body[..3], &body[4..]) } else { (&b"txt"[..], body) };
+                single(state, c"verbatim_string", |state| {
+                    ffi::lua_createtable(state, 0, 2);
+                    push_bytes(state, format);
+                    ffi::lua_setfield(state, -2, c"format".as_ptr());
+                    push_bytes(state, text);
+                    ffi::lua_setfield(state, -2, c"string".as_ptr());
+                });
+            }
+            _ => ffi::lua_pushboolean(state, 0),
+        }
     }
-    let kind = bytes[*pos];
-    *pos += 1;
-    let head = line(bytes, pos);
-    match kind {
-        b':' => Ok(Value::Number(number(head) as f64)),
-        b'+' => single(lua, "ok", Value::String(lua.create_string(head)?)),
-        b'-' | b'!' => {
-            let text = if kind == b'!' { bulk_body(bytes, pos, number(head)) } else { head };
-            single(lua, "err", Value::String(lua.create_string(text)?))
+}
+
+unsafe fn push_bytes(state: *mut ffi::lua_State, bytes: &[u8]) {
+    // SAFETY: on the Lua state exec_raw gives `reply_to_lua`, in its
+    // protected call; see there.
+    unsafe {
+        ffi::lua_pushlstring(state, bytes.as_ptr().cast(), bytes.len());
+    }
+}
+
+/// `{field = value}`, the value pushed by `value`.
+unsafe fn single(state: *mut ffi::lua_State, field: &CStr, value: impl FnOnce(*mut ffi::lua_State)) {
+    // SAFETY: on the Lua state exec_raw gives `reply_to_lua`, in its
+    // protected call; see there.
+    unsafe {
+        ffi::lua_createtable(state, 0, 1);
+        value(state);
+        ffi::lua_setfield(state, -2, field.as_ptr());
+    }
+}
+
+/// An array of `n` replies (a null inside stays a hole, as Lua sees a nil).
+unsafe fn push_array(state: *mut ffi::lua_State, bytes: &[u8], pos: &mut usize, n: usize, depth: usize) {
+    // SAFETY: on the Lua state exec_raw gives `reply_to_lua`, in its
+    // protected call; see there.
+    unsafe {
+        ffi::lua_createtable(state, n.min(1 << 16) as c_int, 0);
+        for i in 1..=n {
+            push(state, bytes, pos, depth + 1);
+            ffi::lua_rawseti(state, -2, i as ffi::lua_Integer);
         }
-        b'$' => match number(head) {
-            n if n < 0 => Ok(Value::Boolean(false)),
-            n => Ok(Value::String(lua.create_string(bulk_body(bytes, pos, n))?)),
-        },
-        b'*' | b'~' | b'>' => {
-            let n = number(head);
-            if n < 0 {
-                return Ok(Value::Boolean(false));
+    }
+}
+
+/// `{member = true, ...}` of `n` replies (nulls skipped).
+unsafe fn push_set(state: *mut ffi::lua_State, bytes: &[u8], pos: &mut usize, n: usize, depth: usize) {
+    // SAFETY: on the Lua state exec_raw gives `reply_to_lua`, in its
+    // protected call; see there.
+    unsafe {
+        ffi::lua_createtable(state, 0, 0);
+        for _ in 0..n {
+            push(state, bytes, pos, depth + 1);
+            if ffi::lua_isnil(state, -1) != 0 {
+                ffi::lua_pop(state, 1);
+            } else {
+                ffi::lua_pushboolean(state, 1);
+                ffi::lua_rawset(state, -3);
             }
-            let items = aggregate(lua, bytes, pos, n as usize, depth)?;
-            if kind == b'~' {
-                let set = lua.create_table()?;
-                for item in items.sequence_values::<Value>() {
-                    set.raw_set(item?, true)?;
-                }
-                return single(lua, "set", Value::Table(set));
+        }
+    }
+}
+
+/// `{key = value, ...}` of `n` reply pairs (pairs with a null key skipped).
+unsafe fn push_map(state: *mut ffi::lua_State, bytes: &[u8], pos: &mut usize, n: usize, depth: usize) {
+    // SAFETY: on the Lua state exec_raw gives `reply_to_lua`, in its
+    // protected call; see there.
+    unsafe {
+        ffi::lua_createtable(state, 0, 0);
+        for _ in 0..n {
+            push(state, bytes, pos, depth + 1);
+            push(state, bytes, pos, depth + 1);
+            if ffi::lua_isnil(state, -2) != 0 {
+                ffi::lua_pop(state, 2);
+            } else {
+                ffi::lua_rawset(state, -3);
             }
-            Ok(Value::Table(items))
         }
-        b'%' | b'|' => {
-            let map = lua.create_table()?;
-            for _ in 0..number(head).max(0) {
-                let key = parse(lua, bytes, pos, depth + 1)?;
-                let value = parse(lua, bytes, pos, depth + 1)?;
-                if !key.is_nil() {
-                    map.raw_set(key, value)?;
-                }
-            }
-            single(lua, "map", Value::Table(map))
-        }
-        b'_' => Ok(Value::Nil),
-        b'#' => Ok(Value::Boolean(head == b"t")),
-        b',' => {
-            let n = std::str::from_utf8(head).ok().and_then(|t| t.parse::<f64>().ok()).unwrap_or(0.0);
-            single(lua, "double", Value::Number(n))
-        }
-        b'(' => single(lua, "big_number", Value::String(lua.create_string(head)?)),
-        b'=' => {
-            let body = bulk_body(bytes, pos, number(head));
-            let (format, text) = if body.len() >= 4 { (&body[..3], &body[4..]) } else { (&b"txt"[..], body) };
-            let verbatim = lua.create_table()?;
-            verbatim.raw_set("format", lua.create_string(format)?)?;
-            verbatim.raw_set("string", lua.create_string(text)?)?;
-            single(lua, "verbatim_string", Value::Table(verbatim))
-        }
-        _ => Ok(Value::Boolean(false)),
     }
 }
 
@@ -104,28 +182,58 @@ fn bulk_body<'b>(bytes: &'b [u8], pos: &mut usize, len: i64) -> &'b [u8] {
     &bytes[start..end]
 }
 
-fn aggregate(lua: &Lua, bytes: &[u8], pos: &mut usize, n: usize, depth: usize) -> mlua::Result<Table> {
-    let table = lua.create_table_with_capacity(n.min(1 << 16), 0)?;
-    for i in 1..=n {
-        let item = parse(lua, bytes, pos, depth + 1)?;
-        table.raw_set(i, item)?;
-    }
-    Ok(table)
+/// The field names a returned table is read by, created once per
+/// interpreter: a Rust `&str` key would be a new Lua string (and a
+/// protected call) at each lookup.
+#[derive(Debug)]
+pub struct FieldNames {
+    err: mlua::String,
+    ok: mlua::String,
+    double: mlua::String,
+    big_number: mlua::String,
+    verbatim_string: mlua::String,
+    format: mlua::String,
+    string: mlua::String,
+    map: mlua::String,
+    set: mlua::String,
 }
 
-fn single(lua: &Lua, field: &str, value: Value) -> mlua::Result<Value> {
-    let table = lua.create_table_with_capacity(0, 1)?;
-    table.raw_set(field, value)?;
-    Ok(Value::Table(table))
+impl FieldNames {
+    pub fn new(lua: &Lua) -> mlua::Result<FieldNames> {
+        Ok(FieldNames {
+            err: lua.create_string("err")?,
+            ok: lua.create_string("ok")?,
+            double: lua.create_string("double")?,
+            big_number: lua.create_string("big_number")?,
+            verbatim_string: lua.create_string("verbatim_string")?,
+            format: lua.create_string("format")?,
+            string: lua.create_string("string")?,
+            map: lua.create_string("map")?,
+            set: lua.create_string("set")?,
+        })
+    }
 }
 
 /// Writes a script's return value as a reply. `resp3_script`: the script
 /// called `redis.setresp(3)` (booleans then stay booleans).
-pub fn lua_to_reply(value: &Value, out: &mut ReplyWriter<'_>, resp3_script: bool) {
-    write_value(value, out, resp3_script, 0);
+pub fn lua_to_reply(value: &Value, out: &mut ReplyWriter<'_>, resp3_script: bool, names: &FieldNames) {
+    Writer { out, resp3: resp3_script, names }.value(value, 0);
 }
 
-fn write_value(value: &Value, out: &mut ReplyWriter<'_>, resp3: bool, depth: usize) {
+struct Writer<'w, 'o> {
+    out: &'w mut ReplyWriter<'o>,
+    resp3: bool,
+    names: &'w FieldNames,
+}
+
+impl Writer<'_, '_> {
+    fn value(&mut self, value: &Value, depth: usize) {
+        write_value(value, self, depth);
+    }
+}
+
+fn write_value(value: &Value, w: &mut Writer<'_, '_>, depth: usize) {
+    let (out, resp3) = (&mut *w.out, w.resp3);
     if depth > MAX_DEPTH {
         out.error("ERR reached lua stack limit");
         return;
@@ -136,52 +244,54 @@ fn write_value(value: &Value, out: &mut ReplyWriter<'_>, resp3: bool, depth: usi
         Value::Boolean(true) => out.int(1),
         Value::Number(n) => out.int(*n as i64),
         Value::Integer(n) => out.int(*n),
-        Value::Table(t) => write_table(t, out, resp3, depth),
+        Value::Table(t) => write_table(t, w, depth),
         _ => out.null_bulk(),
     }
 }
 
-fn field(t: &Table, name: &str) -> Value {
+fn field(t: &Table, name: &mlua::String) -> Value {
     t.raw_get::<Value>(name).unwrap_or(Value::Nil)
 }
 
-fn write_table(t: &Table, out: &mut ReplyWriter<'_>, resp3: bool, depth: usize) {
-    if let Value::String(err) = field(t, "err") {
+fn write_table(t: &Table, w: &mut Writer<'_, '_>, depth: usize) {
+    let names = w.names;
+    let out = &mut *w.out;
+    if let Value::String(err) = field(t, &names.err) {
         out.error(&error_text(&err.to_string_lossy()));
         return;
     }
-    if let Value::String(ok) = field(t, "ok") {
+    if let Value::String(ok) = field(t, &names.ok) {
         out.simple(&ok.to_string_lossy().replace(['\r', '\n'], " "));
         return;
     }
-    if let Value::Number(d) = field(t, "double") {
+    if let Value::Number(d) = field(t, &names.double) {
         out.double(d);
         return;
     }
-    if let Value::String(n) = field(t, "big_number") {
+    if let Value::String(n) = field(t, &names.big_number) {
         out.big_number(&n.to_string_lossy().replace(['\r', '\n'], " "));
         return;
     }
-    if let Value::Table(v) = field(t, "verbatim_string") {
-        if let (Value::String(format), Value::String(text)) = (field(&v, "format"), field(&v, "string")) {
+    if let Value::Table(v) = field(t, &names.verbatim_string) {
+        if let (Value::String(format), Value::String(text)) = (field(&v, &names.format), field(&v, &names.string)) {
             out.verbatim(&format.to_string_lossy(), &text.as_bytes());
             return;
         }
     }
-    if let Value::Table(map) = field(t, "map") {
+    if let Value::Table(map) = field(t, &names.map) {
         let pairs: Vec<(Value, Value)> = map.pairs::<Value, Value>().filter_map(Result::ok).collect();
         out.map(pairs.len());
         for (k, v) in &pairs {
-            write_value(k, out, resp3, depth + 1);
-            write_value(v, out, resp3, depth + 1);
+            w.value(k, depth + 1);
+            w.value(v, depth + 1);
         }
         return;
     }
-    if let Value::Table(set) = field(t, "set") {
+    if let Value::Table(set) = field(t, &names.set) {
         let members: Vec<Value> = set.pairs::<Value, Value>().filter_map(Result::ok).map(|(k, _)| k).collect();
         out.set(members.len());
         for m in &members {
-            write_value(m, out, resp3, depth + 1);
+            w.value(m, depth + 1);
         }
         return;
     }
@@ -194,7 +304,7 @@ fn write_table(t: &Table, out: &mut ReplyWriter<'_>, resp3: bool, depth: usize) 
     }
     out.array(items.len());
     for item in &items {
-        write_value(item, out, resp3, depth + 1);
+        w.value(item, depth + 1);
     }
 }
 

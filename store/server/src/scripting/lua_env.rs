@@ -28,6 +28,8 @@ pub struct LuaEnv {
     /// The prelude's `impl.run` (EVAL) and `impl.run_function` (FCALL).
     pub run: Function,
     pub run_function: Function,
+    /// The field names of returned tables (`err`, `ok`, ...).
+    pub fields: super::convert::FieldNames,
     /// Compiled scripts by SHA1.
     functions: Table,
     /// Loaded function libraries by id: lowercase function name → callback.
@@ -116,11 +118,13 @@ impl LuaEnv {
         let (run, run_function) = (imp.raw_get("run")?, imp.raw_get("run_function")?);
         let functions = lua.create_table()?;
         let libraries = lua.create_table()?;
+        let fields = super::convert::FieldNames::new(&lua)?;
         Ok(LuaEnv {
             lua,
             imp,
             run,
             run_function,
+            fields,
             functions,
             libraries,
             libraries_generation: 0,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cairn_protocol::{ProtocolVersion, ReplyWriter};
-use mlua::{HookTriggers, Lua, Value, VmState};
+use mlua::{ffi, HookTriggers, Lua, Value, VmState};
 
 use super::busy::{Busy, Running, RunningFunction, KILLED};
 use super::callbacks::{CallState, Published};
@@ -304,7 +304,7 @@ fn call_script(
         request.speed.record(started.elapsed(), budget);
         called.map(|(ok, value)| {
             if ok {
-                lua_to_reply(&value, out, state.borrow().resp3);
+                lua_to_reply(&value, out, state.borrow().resp3, &env.fields);
             } else {
                 write_error(&value, out, &request.sha, busy.kill_requested());
             }
@@ -333,23 +333,50 @@ type Arguments = Option<(mlua::Table, mlua::Table)>;
 
 /// The KEYS and ARGV globals.
 fn set_arrays(lua: &Lua, request: &ScriptRequest) -> mlua::Result<Arguments> {
-    let globals = lua.globals();
-    globals.raw_set("KEYS", array(lua, &request.keys)?)?;
-    globals.raw_set("ARGV", array(lua, &request.argv)?)?;
+    // SAFETY: pushes a key and a table, which lua_rawset pops into the
+    // globals, twice: the stack is left as found. Memory errors are caught
+    // by exec_raw's protected call.
+    unsafe {
+        lua.exec_raw::<()>((), |state| {
+            for (name, items) in [(c"KEYS", &request.keys), (c"ARGV", &request.argv)] {
+                ffi::lua_pushstring(state, name.as_ptr());
+                push_strings(state, items);
+                ffi::lua_rawset(state, ffi::LUA_GLOBALSINDEX);
+            }
+        })?;
+    }
     Ok(None)
 }
 
 /// A function's two parameters: its keys and its arguments.
 fn function_arguments(lua: &Lua, request: &ScriptRequest) -> mlua::Result<Arguments> {
-    Ok(Some((array(lua, &request.keys)?, array(lua, &request.argv)?)))
+    // SAFETY: pushes the two tables exec_raw returns. Memory errors are
+    // caught by its protected call.
+    let (keys, argv) = unsafe {
+        lua.exec_raw::<(mlua::Table, mlua::Table)>((), |state| {
+            push_strings(state, &request.keys);
+            push_strings(state, &request.argv);
+        })?
+    };
+    Ok(Some((keys, argv)))
 }
 
-fn array(lua: &Lua, items: &[Vec<u8>]) -> mlua::Result<mlua::Table> {
-    let table = lua.create_table_with_capacity(items.len(), 0)?;
-    for (i, item) in items.iter().enumerate() {
-        table.raw_set(i + 1, lua.create_string(item)?)?;
+/// Pushes `{items[1], items[2], ...}` as Lua strings, in one protected call
+/// with its caller (mlua's typed calls would each be one).
+///
+/// # Safety
+/// `state` must be the state of a running exec_raw with a free stack slot
+/// beyond the ones its caller uses (a C function has 20).
+unsafe fn push_strings(state: *mut ffi::lua_State, items: &[Vec<u8>]) {
+    // SAFETY: as the function's contract says; the table stays pushed,
+    // each string is pushed and popped into it.
+    unsafe {
+        ffi::lua_createtable(state, i32::try_from(items.len()).unwrap_or(i32::MAX), 0);
+        for (i, item) in items.iter().enumerate() {
+            ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
+            ffi::lua_rawseti(state, -2, (i + 1) as ffi::lua_Integer);
+        }
     }
-    Ok(table)
 }
 
 /// A failed script's reply, as Redis 7.0 words it:
