@@ -5,6 +5,7 @@
 //! `struct` libraries, and compiled scripts kept by SHA1.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 
 use std::time::{Duration, Instant};
 
@@ -31,7 +32,7 @@ pub struct LuaEnv {
     /// The field names of returned tables (`err`, `ok`, ...).
     pub fields: super::convert::FieldNames,
     /// Compiled scripts by SHA1.
-    functions: Table,
+    functions: HashMap<String, Function>,
     /// Loaded function libraries by id: lowercase function name → callback.
     libraries: Table,
     /// The function registry generation `libraries` belongs to.
@@ -116,7 +117,7 @@ impl LuaEnv {
         lua.load(PRELUDE).set_name("@cairn_prelude").call::<()>((imp.clone(), getinfo, setfenv))?;
         super::callbacks::install(&lua, &imp)?;
         let (run, run_function) = (imp.raw_get("run")?, imp.raw_get("run_function")?);
-        let functions = lua.create_table()?;
+        let functions = HashMap::new();
         let libraries = lua.create_table()?;
         let fields = super::convert::FieldNames::new(&lua)?;
         Ok(LuaEnv {
@@ -135,9 +136,9 @@ impl LuaEnv {
 
     /// The compiled script `sha`, compiling `body` if needed. Err: Redis's
     /// compile error text (`Error compiling script ...`).
-    pub fn function(&self, sha: &str, body: &[u8]) -> Result<Function, String> {
-        if let Ok(f) = self.functions.raw_get::<Function>(sha) {
-            return Ok(f);
+    pub fn function(&mut self, sha: &str, body: &[u8]) -> Result<Function, String> {
+        if let Some(f) = self.functions.get(sha) {
+            return Ok(f.clone());
         }
         let env: Table = self.imp.raw_get("script_env").map_err(|e| format!("ERR {e}"))?;
         let f = self
@@ -147,7 +148,7 @@ impl LuaEnv {
             .set_environment(env)
             .into_function()
             .map_err(|e| format!("ERR Error compiling script (new function): {}", syntax_message(&e)))?;
-        self.functions.raw_set(sha, f.clone()).map_err(|e| format!("ERR {e}"))?;
+        self.functions.insert(sha.to_string(), f.clone());
         Ok(f)
     }
 }
