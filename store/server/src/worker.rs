@@ -29,7 +29,8 @@ pub fn spawn(
     cpu: Option<usize>,
     listener: Listeners,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
-    std::thread::Builder::new().name(format!("cairn-worker-{index}")).spawn(move || {
+    let thread = std::thread::Builder::new().name(format!("cairn-worker-{index}"));
+    thread.stack_size(crate::scripting::SCRIPT_THREAD_STACK_BYTES).spawn(move || {
         if let Some(cpu) = cpu {
             if !core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
                 tracing::warn!(worker = index, cpu, "could not pin worker to CPU");
@@ -45,6 +46,7 @@ pub fn spawn(
         let waking = parking.clone();
         let built = tokio::runtime::Builder::new_current_thread()
             .enable_all()
+            .thread_stack_size(crate::scripting::SCRIPT_THREAD_STACK_BYTES)
             .on_thread_park(move || {
                 parking.leave();
                 spinner.spin();

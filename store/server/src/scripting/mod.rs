@@ -67,6 +67,15 @@ pub mod speed;
 
 use std::sync::{Arc, OnceLock};
 
+/// Stack of every thread that may run a script: the workers (short
+/// scripts), the script thread and the blocking pool. The libraries' C-style
+/// decoders recurse once per nesting level until Lua's own stack limit
+/// stops them (`cmsgpack.unpack` of 5,000 nested arrays must fail with
+/// Lua's "stack overflow" error, as in Redis), which takes more than the
+/// default 2 MiB in some builds. Only the pages a thread touches are
+/// committed.
+pub const SCRIPT_THREAD_STACK_BYTES: usize = 16 << 20;
+
 use crate::client::Client;
 use crate::commands::table;
 

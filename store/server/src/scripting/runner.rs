@@ -105,6 +105,7 @@ impl Runner {
             let shared = self.shared.clone();
             std::thread::Builder::new()
                 .name("cairn-scripts".into())
+                .stack_size(super::SCRIPT_THREAD_STACK_BYTES)
                 .spawn(move || serve(&shared))
                 .map_err(|e| Unavailable(e.to_string()))?;
             queue.thread_started = true;
