@@ -15,20 +15,18 @@ import argparse
 import os
 import re
 import shutil
-import socket
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import ports  # noqa: E402  (e2e/lib/ports.py: ports below the ephemeral range)
+import processes  # noqa: E402  (e2e/lib/processes.py: terminate, then kill)
+
 SET_SCRIPT = "return redis.call('set', KEYS[1], ARGV[1])"
 LIBRARY = "#!lua name=benchlib\nredis.register_function('bset', function(keys, args) return redis.call('set', keys[1], args[1]) end)"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def cli(port, *args):
@@ -47,7 +45,7 @@ def wait_ready(port, proc):
 
 
 def start(kind, binary, cpus):
-    port = free_port()
+    port = ports.free_port()
     data = tempfile.mkdtemp(prefix="script-bench-")
     if kind == "redis":
         cmd = [binary, "--port", str(port), "--save", "", "--appendonly", "yes", "--appendfsync", "everysec",
@@ -61,12 +59,7 @@ def start(kind, binary, cpus):
 
 
 def stop(proc, data):
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    processes.stop(proc)
     shutil.rmtree(data, ignore_errors=True)
 
 

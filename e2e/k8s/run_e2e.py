@@ -14,7 +14,6 @@ Usage: run_e2e.py --operator BIN --kubectl BIN --python VENV_PYTHON --repo DIR -
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import ports  # noqa: E402  (e2e/lib/ports.py: ports below the ephemeral range)
+import processes  # noqa: E402  (e2e/lib/processes.py: terminate, then kill)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEADLINE_S = 60
@@ -44,14 +44,8 @@ class E2E:
         return proc
 
     def stop_all(self):
-        for name, proc in reversed(self.procs):
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+        for _name, proc in reversed(self.procs):
+            processes.stop(proc)
 
     def kubectl(self, *argv, check=True):
         env = dict(os.environ, KUBECONFIG=self.kubeconfig)
