@@ -211,6 +211,12 @@ impl Keyspace {
         indexes.iter().map(|&i| self.shards[i].0.lock()).collect()
     }
 
+    /// Holds every shard's lock, in order (see [`Keyspace::hold_shards`]):
+    /// scripts, DEBUG RELOAD, tier switches.
+    pub fn hold_all_shards(&self) -> HeldShards<'_> {
+        self.shards.iter().map(|shard| shard.0.lock()).collect()
+    }
+
     /// Holds one shard's lock without borrowing its data (see [`Keyspace::hold_shards`]).
     pub fn hold_shard(&self, index: usize) -> ReentrantMutexGuard<'_, ShardCell> {
         self.shards[index].0.lock()

@@ -23,7 +23,8 @@
 //! - [`pubsub`]: channel and pattern subscribers, and delivery across workers;
 //!   [`notify`]: keyspace notifications published through it; [`monitor`]:
 //!   MONITOR's feed of every command run, delivered the same way; [`slowlog`]:
-//!   SLOWLOG's record of slow commands; [`redact`]: the credentials both hide.
+//!   SLOWLOG's record of slow commands; [`redact`]: the credentials both hide;
+//!   [`hex`]: lowercase hex text (script SHA1s, ACL password hashes).
 //! - [`latency`]: the latency monitor's events (LATENCY LATEST/HISTORY);
 //!   [`latency_report`]: its GRAPH and DOCTOR texts; [`latency_stats`]: the
 //!   per-command latency histograms (LATENCY HISTOGRAM, INFO latencystats).
@@ -64,6 +65,7 @@ pub mod cpu_quota;
 pub mod cpus;
 pub mod expiry;
 pub mod health;
+pub mod hex;
 pub mod latency;
 pub mod latency_report;
 pub mod latency_stats;

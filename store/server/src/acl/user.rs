@@ -413,12 +413,7 @@ pub fn in_category(category: &str) -> Vec<String> {
 /// SHA-256 of a password, lowercase hex (as Redis keeps them).
 pub fn hash_password(password: &[u8]) -> String {
     use sha2::Digest;
-    let digest = sha2::Sha256::digest(password);
-    let mut out = String::with_capacity(64);
-    for byte in digest {
-        out.push_str(&format!("{byte:02x}"));
-    }
-    out
+    crate::hex::lower(&sha2::Sha256::digest(password))
 }
 
 #[cfg(test)]

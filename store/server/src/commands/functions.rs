@@ -137,8 +137,6 @@ fn log_change(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Result<(), String> {
     Ok(())
 }
 
-/// Memory is above `maxmemory` even after eviction (LOAD and RESTORE are
-/// Redis `denyoom` subcommands, which the dispatcher does not see).
 /// A script or function that declares it may write is refused before it
 /// starts, as Redis treats it as a write command: above `maxmemory` (unless
 /// `allow-oom`) and without the good replicas `min-replicas-to-write` asks for.
@@ -155,6 +153,8 @@ pub(crate) fn refuse_before_start(ctx: &Ctx<'_>, no_writes: bool, allow_oom: boo
     Ok(())
 }
 
+/// Memory is above `maxmemory` even after eviction (LOAD and RESTORE are
+/// Redis `denyoom` subcommands, which the dispatcher does not see).
 fn out_of_memory(ctx: &Ctx<'_>) -> bool {
     ctx.client.origin != Origin::Internal
         && ctx.server.runtime.maxmemory.load(std::sync::atomic::Ordering::Relaxed) != 0

@@ -91,16 +91,12 @@ pub(crate) fn start(ctx: &mut Ctx<'_>, request: ScriptRequest) {
 /// `scripting::offload`), or in process (the embedded database). Inside EXEC
 /// its writes join the transaction's record.
 pub(crate) fn run_inline(ctx: &mut Ctx<'_>, request: &ScriptRequest) {
-    let caller = run::Caller { handle: ctx.client.handle.clone(), db: ctx.client.db, protocol: ctx.client.protocol };
+    let caller = run::Caller::of(ctx.client);
     let mut parent = ctx.client.txn_log.take();
     let within = if ctx.client.in_exec { run::Within::Exec(parent.as_mut()) } else { run::Within::Alone };
     let outcome = run::execute(ctx.server, ctx.stats, &caller, request, within);
     ctx.client.txn_log = parent;
-    ctx.client.last_lsn = ctx.client.last_lsn.max(outcome.last_lsn);
-    if outcome.log_failed {
-        ctx.client.close_after_reply = true;
-    }
-    ctx.out.buffer().extend_from_slice(&outcome.reply);
+    outcome.answer(ctx);
 }
 
 const HELP: &[&str] = &[

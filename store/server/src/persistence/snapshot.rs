@@ -155,8 +155,7 @@ pub fn reload(server: &Server, from_log_only: bool) -> Result<(), String> {
     // is whole only after it (taken before the shards are held: see
     // `tier_switch::finish_enabling`).
     super::tier_switch::finish_enabling(p, keyspace)?;
-    let all: Vec<usize> = (0..keyspace.num_shards()).collect();
-    let held = keyspace.hold_shards(&all);
+    let held = keyspace.hold_all_shards();
     if from_log_only {
         if let Some(wal) = p.wal_opened() {
             wait_log_durable(p, wal.last_lsn()).map_err(|e| e.to_string())?;

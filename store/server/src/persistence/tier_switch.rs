@@ -56,7 +56,7 @@ fn change_logging(server: &Server, current: Tier, target: Tier) -> Result<(), St
     let p = &server.persistence;
     let wal = p.wal_opened().ok_or("the write-ahead log is not open")?;
     let last = {
-        let _cut = hold_every_shard(&server.keyspace);
+        let _cut = server.keyspace.hold_all_shards();
         let last = wal.last_lsn();
         if current == Tier::Sync {
             p.sync_acks_through.fetch_max(last, Ordering::AcqRel);
@@ -83,7 +83,7 @@ fn start_logging(server: &Server, target: Tier) -> Result<(), String> {
         None => open_first_log(server)?,
     };
     {
-        let _cut = hold_every_shard(&server.keyspace);
+        let _cut = server.keyspace.hold_all_shards();
         wal.hold(true);
         wal.set_tier(target).map_err(|e| format!("cannot start the WAL syncer: {e}"))?;
         p.set_tier(target);
@@ -135,11 +135,6 @@ fn drain(p: &Persistence, wal: &Wal) {
             wal.sync_round(true);
         }
     }
-}
-
-fn hold_every_shard(keyspace: &Keyspace) -> cairn_engine::keyspace::HeldShards<'_> {
-    let all: Vec<usize> = (0..keyspace.num_shards()).collect();
-    keyspace.hold_shards(&all)
 }
 
 /// If logging restarted and waits for its snapshot: takes it (on this

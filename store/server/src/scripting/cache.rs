@@ -10,14 +10,7 @@ use super::speed::RunSpeed;
 
 /// Lowercase hex SHA1 of `data` (redis.sha1hex, script names).
 pub fn sha1hex(data: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = sha1_smol::Sha1::from(data).digest().bytes();
-    let mut hex = String::with_capacity(40);
-    for byte in digest {
-        hex.push(char::from(HEX[usize::from(byte >> 4)]));
-        hex.push(char::from(HEX[usize::from(byte & 0xf)]));
-    }
-    hex
+    crate::hex::lower(&sha1_smol::Sha1::from(data).digest().bytes())
 }
 
 /// A cached script: its body and how long its runs take.

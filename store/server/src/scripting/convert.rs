@@ -107,6 +107,24 @@ unsafe fn push(state: *mut ffi::lua_State, bytes: &[u8], pos: &mut usize, depth:
     }
 }
 
+/// Pushes `{items[1], items[2], ...}` as Lua strings, in one protected call
+/// with its caller (mlua's typed calls would each be one).
+///
+/// # Safety
+/// `state` must be the state of a running exec_raw with a free stack slot
+/// beyond the ones its caller uses (a C function has 20).
+pub(super) unsafe fn push_strings(state: *mut ffi::lua_State, items: &[Vec<u8>]) {
+    // SAFETY: as the function's contract says; the table stays pushed,
+    // each string is pushed and popped into it.
+    unsafe {
+        ffi::lua_createtable(state, i32::try_from(items.len()).unwrap_or(i32::MAX), 0);
+        for (i, item) in items.iter().enumerate() {
+            push_bytes(state, item);
+            ffi::lua_rawseti(state, -2, (i + 1) as ffi::lua_Integer);
+        }
+    }
+}
+
 unsafe fn push_bytes(state: *mut ffi::lua_State, bytes: &[u8]) {
     // SAFETY: on the Lua state exec_raw gives `reply_to_lua`, in its
     // protected call; see there.
@@ -220,6 +238,7 @@ pub fn lua_to_reply(value: &Value, out: &mut ReplyWriter<'_>, resp3_script: bool
     Writer { out, resp3: resp3_script, names }.value(value, 0);
 }
 
+/// Where a script's return value is written, and how.
 struct Writer<'w, 'o> {
     out: &'w mut ReplyWriter<'o>,
     resp3: bool,
@@ -228,84 +247,78 @@ struct Writer<'w, 'o> {
 
 impl Writer<'_, '_> {
     fn value(&mut self, value: &Value, depth: usize) {
-        write_value(value, self, depth);
+        if depth > MAX_DEPTH {
+            self.out.error("ERR reached lua stack limit");
+            return;
+        }
+        match value {
+            Value::String(s) => self.out.bulk(&s.as_bytes()),
+            Value::Boolean(b) if self.resp3 => self.out.boolean(*b),
+            Value::Boolean(true) => self.out.int(1),
+            Value::Number(n) => self.out.int(*n as i64),
+            Value::Integer(n) => self.out.int(*n),
+            Value::Table(t) => self.table(t, depth),
+            _ => self.out.null_bulk(),
+        }
     }
-}
 
-fn write_value(value: &Value, w: &mut Writer<'_, '_>, depth: usize) {
-    let (out, resp3) = (&mut *w.out, w.resp3);
-    if depth > MAX_DEPTH {
-        out.error("ERR reached lua stack limit");
-        return;
-    }
-    match value {
-        Value::String(s) => out.bulk(&s.as_bytes()),
-        Value::Boolean(b) if resp3 => out.boolean(*b),
-        Value::Boolean(true) => out.int(1),
-        Value::Number(n) => out.int(*n as i64),
-        Value::Integer(n) => out.int(*n),
-        Value::Table(t) => write_table(t, w, depth),
-        _ => out.null_bulk(),
+    fn table(&mut self, t: &Table, depth: usize) {
+        let names = self.names;
+        if let Value::String(err) = field(t, &names.err) {
+            self.out.error(&error_text(&err.to_string_lossy()));
+            return;
+        }
+        if let Value::String(ok) = field(t, &names.ok) {
+            self.out.simple(&ok.to_string_lossy().replace(['\r', '\n'], " "));
+            return;
+        }
+        if let Value::Number(d) = field(t, &names.double) {
+            self.out.double(d);
+            return;
+        }
+        if let Value::String(n) = field(t, &names.big_number) {
+            self.out.big_number(&n.to_string_lossy().replace(['\r', '\n'], " "));
+            return;
+        }
+        if let Value::Table(v) = field(t, &names.verbatim_string) {
+            if let (Value::String(format), Value::String(text)) = (field(&v, &names.format), field(&v, &names.string)) {
+                self.out.verbatim(&format.to_string_lossy(), &text.as_bytes());
+                return;
+            }
+        }
+        if let Value::Table(map) = field(t, &names.map) {
+            let pairs: Vec<(Value, Value)> = map.pairs::<Value, Value>().filter_map(Result::ok).collect();
+            self.out.map(pairs.len());
+            for (k, v) in &pairs {
+                self.value(k, depth + 1);
+                self.value(v, depth + 1);
+            }
+            return;
+        }
+        if let Value::Table(set) = field(t, &names.set) {
+            let members: Vec<Value> = set.pairs::<Value, Value>().filter_map(Result::ok).map(|(k, _)| k).collect();
+            self.out.set(members.len());
+            for m in &members {
+                self.value(m, depth + 1);
+            }
+            return;
+        }
+        let mut items = Vec::new();
+        for i in 1.. {
+            match t.raw_get::<Value>(i) {
+                Ok(Value::Nil) | Err(_) => break,
+                Ok(v) => items.push(v),
+            }
+        }
+        self.out.array(items.len());
+        for item in &items {
+            self.value(item, depth + 1);
+        }
     }
 }
 
 fn field(t: &Table, name: &mlua::String) -> Value {
     t.raw_get::<Value>(name).unwrap_or(Value::Nil)
-}
-
-fn write_table(t: &Table, w: &mut Writer<'_, '_>, depth: usize) {
-    let names = w.names;
-    let out = &mut *w.out;
-    if let Value::String(err) = field(t, &names.err) {
-        out.error(&error_text(&err.to_string_lossy()));
-        return;
-    }
-    if let Value::String(ok) = field(t, &names.ok) {
-        out.simple(&ok.to_string_lossy().replace(['\r', '\n'], " "));
-        return;
-    }
-    if let Value::Number(d) = field(t, &names.double) {
-        out.double(d);
-        return;
-    }
-    if let Value::String(n) = field(t, &names.big_number) {
-        out.big_number(&n.to_string_lossy().replace(['\r', '\n'], " "));
-        return;
-    }
-    if let Value::Table(v) = field(t, &names.verbatim_string) {
-        if let (Value::String(format), Value::String(text)) = (field(&v, &names.format), field(&v, &names.string)) {
-            out.verbatim(&format.to_string_lossy(), &text.as_bytes());
-            return;
-        }
-    }
-    if let Value::Table(map) = field(t, &names.map) {
-        let pairs: Vec<(Value, Value)> = map.pairs::<Value, Value>().filter_map(Result::ok).collect();
-        out.map(pairs.len());
-        for (k, v) in &pairs {
-            w.value(k, depth + 1);
-            w.value(v, depth + 1);
-        }
-        return;
-    }
-    if let Value::Table(set) = field(t, &names.set) {
-        let members: Vec<Value> = set.pairs::<Value, Value>().filter_map(Result::ok).map(|(k, _)| k).collect();
-        out.set(members.len());
-        for m in &members {
-            w.value(m, depth + 1);
-        }
-        return;
-    }
-    let mut items = Vec::new();
-    for i in 1.. {
-        match t.raw_get::<Value>(i) {
-            Ok(Value::Nil) | Err(_) => break,
-            Ok(v) => items.push(v),
-        }
-    }
-    out.array(items.len());
-    for item in &items {
-        w.value(item, depth + 1);
-    }
 }
 
 /// An `err` field as the reply's text: Redis keeps the code, or adds `ERR`

@@ -29,7 +29,7 @@ pub async fn run_elsewhere(
     client: &Client,
     scripts: Vec<run::PendingScript>,
 ) -> Vec<(usize, run::Outcome)> {
-    let caller = run::Caller { handle: client.handle.clone(), db: client.db, protocol: client.protocol };
+    let caller = run::Caller::of(client);
     let offsets: Vec<usize> = scripts.iter().map(|script| script.at).collect();
     let requests = scripts.into_iter().map(|script| script.request);
     let receivers = server.scripting.runner.submit(server, stats, &caller, requests);

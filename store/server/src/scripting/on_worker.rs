@@ -24,7 +24,6 @@
 use std::time::{Duration, Instant};
 
 use super::run::{self, Caller, ScriptRequest, Within};
-use super::speed::WhereScriptsRan;
 use crate::commands::Ctx;
 
 /// Runs the script here if it is known to be short and no other worker is
@@ -39,19 +38,15 @@ pub fn try_run(ctx: &mut Ctx<'_>, request: &ScriptRequest) -> bool {
     let Some(_only_worker_running_a_script) = server.scripting.on_worker.try_lock() else {
         return false;
     };
-    let caller = Caller { handle: ctx.client.handle.clone(), db: ctx.client.db, protocol: ctx.client.protocol };
+    let caller = Caller::of(ctx.client);
     let deadline = Instant::now() + Duration::from_micros(budget_us);
     let outcome = run::execute(server, ctx.stats, &caller, request, Within::Worker { deadline });
     let counts = &server.scripting.where_ran;
     if outcome.abandoned {
-        WhereScriptsRan::add(&counts.abandoned_on_worker, 1);
+        counts.count_abandoned_on_worker();
         return false;
     }
-    WhereScriptsRan::add(&counts.on_worker, 1);
-    ctx.client.last_lsn = ctx.client.last_lsn.max(outcome.last_lsn);
-    if outcome.log_failed {
-        ctx.client.close_after_reply = true;
-    }
-    ctx.out.buffer().extend_from_slice(&outcome.reply);
+    counts.count_on_worker();
+    outcome.answer(ctx);
     true
 }

@@ -67,6 +67,13 @@ pub struct Caller {
     pub protocol: ProtocolVersion,
 }
 
+impl Caller {
+    /// The caller a client's script runs for.
+    pub fn of(client: &Client) -> Caller {
+        Caller { handle: client.handle.clone(), db: client.db, protocol: client.protocol }
+    }
+}
+
 /// A script a connection's command left to run, and where its reply goes:
 /// the offset in the connection's output where the command's reply would
 /// have been written.
@@ -88,6 +95,19 @@ pub struct Outcome {
     /// stopped: it changed nothing, its reply is empty, it must run again
     /// on the script thread.
     pub abandoned: bool,
+}
+
+impl Outcome {
+    /// Answers the command that ran the script on this thread: the reply
+    /// joins the batch's, the `sync` tier waits for the script's record, and
+    /// a record that could not be logged closes the connection after it.
+    pub fn answer(self, ctx: &mut Ctx<'_>) {
+        ctx.client.last_lsn = ctx.client.last_lsn.max(self.last_lsn);
+        if self.log_failed {
+            ctx.client.close_after_reply = true;
+        }
+        ctx.out.buffer().extend_from_slice(&self.reply);
+    }
 }
 
 /// A transaction's pending log (EXEC): a script inside EXEC adds its writes there.
@@ -157,8 +177,7 @@ impl<'s> Exclusive<'s> {
         if announced.is_some() {
             quiesce.wait_for_workers();
         }
-        let all: Vec<usize> = (0..server.keyspace.num_shards()).collect();
-        Exclusive { _held: server.keyspace.hold_shards(&all), _announced: announced }
+        Exclusive { _held: server.keyspace.hold_all_shards(), _announced: announced }
     }
 }
 
@@ -340,7 +359,7 @@ fn set_arrays(lua: &Lua, request: &ScriptRequest) -> mlua::Result<Arguments> {
         lua.exec_raw::<()>((), |state| {
             for (name, items) in [(c"KEYS", &request.keys), (c"ARGV", &request.argv)] {
                 ffi::lua_pushstring(state, name.as_ptr());
-                push_strings(state, items);
+                super::convert::push_strings(state, items);
                 ffi::lua_rawset(state, ffi::LUA_GLOBALSINDEX);
             }
         })?;
@@ -354,29 +373,11 @@ fn function_arguments(lua: &Lua, request: &ScriptRequest) -> mlua::Result<Argume
     // caught by its protected call.
     let (keys, argv) = unsafe {
         lua.exec_raw::<(mlua::Table, mlua::Table)>((), |state| {
-            push_strings(state, &request.keys);
-            push_strings(state, &request.argv);
+            super::convert::push_strings(state, &request.keys);
+            super::convert::push_strings(state, &request.argv);
         })?
     };
     Ok(Some((keys, argv)))
-}
-
-/// Pushes `{items[1], items[2], ...}` as Lua strings, in one protected call
-/// with its caller (mlua's typed calls would each be one).
-///
-/// # Safety
-/// `state` must be the state of a running exec_raw with a free stack slot
-/// beyond the ones its caller uses (a C function has 20).
-unsafe fn push_strings(state: *mut ffi::lua_State, items: &[Vec<u8>]) {
-    // SAFETY: as the function's contract says; the table stays pushed,
-    // each string is pushed and popped into it.
-    unsafe {
-        ffi::lua_createtable(state, i32::try_from(items.len()).unwrap_or(i32::MAX), 0);
-        for (i, item) in items.iter().enumerate() {
-            ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
-            ffi::lua_rawseti(state, -2, (i + 1) as ffi::lua_Integer);
-        }
-    }
 }
 
 /// A failed script's reply, as Redis 7.0 words it:

@@ -153,7 +153,7 @@ fn run_round(round: Vec<Job>) {
         round.iter().map(|job| (&*job.stats, &job.caller, &job.request)).collect();
     let outcomes = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run::execute_round(&server, &scripts)));
     drop(scripts);
-    super::speed::WhereScriptsRan::add(&server.scripting.where_ran.on_script_thread, round.len() as u64);
+    server.scripting.where_ran.count_on_script_thread(round.len() as u64);
     match outcomes {
         Ok(outcomes) => {
             for (job, outcome) in round.into_iter().zip(outcomes) {

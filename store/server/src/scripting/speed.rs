@@ -58,8 +58,16 @@ pub struct WhereScriptsRan {
 }
 
 impl WhereScriptsRan {
-    pub fn add(counter: &AtomicU64, n: u64) {
-        counter.fetch_add(n, Ordering::Relaxed);
+    pub fn count_on_worker(&self) {
+        self.on_worker.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn count_on_script_thread(&self, scripts: u64) {
+        self.on_script_thread.fetch_add(scripts, Ordering::Relaxed);
+    }
+
+    pub fn count_abandoned_on_worker(&self) {
+        self.abandoned_on_worker.fetch_add(1, Ordering::Relaxed);
     }
 }
 
