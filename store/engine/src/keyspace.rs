@@ -222,6 +222,12 @@ impl Keyspace {
         self.shards[index].0.lock()
     }
 
+    /// Holds one shard's lock if nobody else holds it now (this thread's
+    /// own holds re-enter).
+    pub fn try_hold_shard(&self, index: usize) -> Option<ReentrantMutexGuard<'_, ShardCell>> {
+        self.shards[index].0.try_lock()
+    }
+
     /// Locks the shard of `key`.
     pub fn lock_key(&self, key: &[u8]) -> ShardGuard<'_> {
         self.lock(self.shard_of(key))

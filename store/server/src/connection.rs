@@ -18,6 +18,7 @@ use crate::client::Client;
 use crate::commands::timing::CommandClock;
 use crate::commands::{dispatch, Ctx};
 use crate::scripting::gate::Gate;
+use crate::scripting::on_worker::ScriptHold;
 use crate::server::Server;
 use crate::stats::WorkerStats;
 
@@ -374,7 +375,17 @@ fn execute_batch(
     // One clock read per batch: the commands of a batch arrived together.
     let now_ms = cairn_engine::clock::now_ms();
     let clock = CommandClock::start();
-    let mut ctx = Ctx { server, client, out: ReplyWriter::new(output, protocol), stats, now_ms, clock };
+    // The keyspace held across the batch's short scripts, if it runs any.
+    let mut scripts_here = ScriptHold::new(server, stats);
+    let mut ctx = Ctx {
+        server,
+        client,
+        out: ReplyWriter::new(output, protocol),
+        stats,
+        now_ms,
+        clock,
+        scripts_here: Some(&mut scripts_here),
+    };
     // One argument vector for the whole batch: emptied after each command and
     // recycled (same allocation) so the borrow of `argv` ends each time.
     let mut spare: Vec<&'static [u8]> = Vec::with_capacity(8);
@@ -391,8 +402,10 @@ fn execute_batch(
                     break;
                 }
                 if !args.is_empty() {
-                    // One load per command while no script is pending.
-                    if server.scripting.script_pending() {
+                    let holds_keyspace = ctx.scripts_here.as_deref_mut().is_some_and(|here| here.keep_for(&args));
+                    // One load per command while no script is pending (but this
+                    // worker's own, held for the batch's next script).
+                    if !holds_keyspace && server.scripting.script_pending() {
                         match crate::scripting::gate::check(&mut ctx, &args) {
                             Gate::Run => {}
                             Gate::Answered => {
@@ -480,7 +493,8 @@ fn exec_here(server: &Server, stats: &WorkerStats, client: &mut Client) -> Vec<u
     let protocol = client.protocol;
     let now_ms = cairn_engine::clock::now_ms();
     let clock = CommandClock::start();
-    let mut ctx = Ctx { server, client, out: ReplyWriter::new(&mut output, protocol), stats, now_ms, clock };
+    let mut ctx =
+        Ctx { server, client, out: ReplyWriter::new(&mut output, protocol), stats, now_ms, clock, scripts_here: None };
     dispatch(&mut ctx, &[b"EXEC"]);
     server.blocking.serve_ready(server, stats);
     output

@@ -272,6 +272,8 @@ fn stats_section(server: &Server, t: &Totals, out: &mut String) -> &'static str 
     field!(out, "cairn_scripts_on_worker", scripts.on_worker.load(Ordering::Relaxed));
     field!(out, "cairn_scripts_on_script_thread", scripts.on_script_thread.load(Ordering::Relaxed));
     field!(out, "cairn_scripts_abandoned_on_worker", scripts.abandoned_on_worker.load(Ordering::Relaxed));
+    field!(out, "cairn_scripts_keyed_on_worker", scripts.keyed_on_worker.load(Ordering::Relaxed));
+    field!(out, "cairn_scripts_left_keys_on_worker", scripts.left_keys_on_worker.load(Ordering::Relaxed));
     "Stats"
 }
 

@@ -58,6 +58,9 @@ pub struct Ctx<'a> {
     pub now_ms: u64,
     /// Where the next command's run time starts (see [`timing`]).
     pub clock: timing::CommandClock,
+    /// A worker's batch: where its short scripts run (see
+    /// `scripting::on_worker`); None everywhere else.
+    pub scripts_here: Option<&'a mut dyn crate::scripting::on_worker::ScriptsHere>,
 }
 
 /// A command implementation.
@@ -72,7 +75,7 @@ impl<'a> Ctx<'a> {
         stats: &'a WorkerStats,
         now_ms: u64,
     ) -> Ctx<'a> {
-        Ctx { server, client, out, stats, now_ms, clock: timing::CommandClock::start() }
+        Ctx { server, client, out, stats, now_ms, clock: timing::CommandClock::start(), scripts_here: None }
     }
 
     /// The keyspace table of the client's database that holds `key`, locked.

@@ -42,6 +42,7 @@ impl Exec<'_> {
             stats: self.stats,
             now_ms: self.now_ms,
             clock: self.clock,
+            scripts_here: None,
         };
         if !crate::scripting::gate::refused_while_busy(&mut ctx, args) {
             dispatch(&mut ctx, args);

@@ -16,7 +16,9 @@ use mlua::{Lua, MultiValue, Table, Value};
 
 use super::busy::Busy;
 use super::convert::reply_to_lua;
+use super::key_scope::{self, Admit, KeyScope};
 use super::lua_env::CallError;
+use super::run::Stopped;
 use crate::commands::{dispatch, table, Ctx};
 
 thread_local! {
@@ -31,7 +33,7 @@ pub(super) struct Published<'s> {
 }
 
 impl<'s> Published<'s> {
-    pub(super) fn new(state: &'s RefCell<CallState<'_, '_>>) -> Published<'s> {
+    pub(super) fn new(state: &'s RefCell<CallState<'_, '_, '_>>) -> Published<'s> {
         let previous = CURRENT.replace(std::ptr::from_ref(state).cast());
         Published { previous, _state: PhantomData }
     }
@@ -44,7 +46,7 @@ impl Drop for Published<'_> {
 }
 
 /// Runs `f` with the state of the script running on this thread.
-fn with_current<R>(f: impl FnOnce(&RefCell<CallState<'_, '_>>) -> R) -> mlua::Result<R> {
+fn with_current<R>(f: impl FnOnce(&RefCell<CallState<'_, '_, '_>>) -> R) -> mlua::Result<R> {
     let current = CURRENT.get();
     if current.is_null() {
         return Err(mlua::Error::runtime("this function is only available while a script runs"));
@@ -54,7 +56,7 @@ fn with_current<R>(f: impl FnOnce(&RefCell<CallState<'_, '_>>) -> R) -> mlua::Re
     // is dropped; the thread-local is read on this thread only. The borrows
     // inside the state (the context, the Busy) outlive the reference too,
     // and `f` cannot keep any of them: it accepts every lifetime.
-    let state = unsafe { &*current.cast::<RefCell<CallState<'_, '_>>>() };
+    let state = unsafe { &*current.cast::<RefCell<CallState<'_, '_, '_>>>() };
     Ok(f(state))
 }
 
@@ -63,7 +65,9 @@ fn with_current<R>(f: impl FnOnce(&RefCell<CallState<'_, '_>>) -> R) -> mlua::Re
 pub(super) fn abandon_unless_written() -> bool {
     with_current(|state| match state.try_borrow_mut() {
         Ok(mut st) if !st.wrote => {
-            st.abandoned = true;
+            if st.stopped == Stopped::No {
+                st.stopped = Stopped::AtDeadline;
+            }
             true
         }
         _ => false,
@@ -102,8 +106,10 @@ pub(super) fn install(lua: &Lua, imp: &Table) -> mlua::Result<()> {
 }
 
 /// What the functions a script calls share.
-pub(super) struct CallState<'c, 'a> {
+pub(super) struct CallState<'c, 'a, 'k> {
     pub ctx: &'c mut Ctx<'a>,
+    /// The shards the run may touch (see `scripting::key_scope`).
+    pub scope: &'c mut KeyScope<'k>,
     /// The script switched to RESP3 (`redis.setresp(3)`).
     pub resp3: bool,
     pub read_only: bool,
@@ -112,11 +118,11 @@ pub(super) struct CallState<'c, 'a> {
     pub oom_at_start: bool,
     /// The script called a write command.
     pub wrote: bool,
-    /// The script was abandoned on a worker (see `run::Within::Worker`): it
-    /// may not call commands any more.
-    pub abandoned: bool,
+    /// The script was abandoned on a worker (see `run::execute_on_worker`,
+    /// `run::execute_keyed`): it may not call commands any more.
+    pub stopped: Stopped,
 }
-fn set_resp(state: &RefCell<CallState<'_, '_>>, resp3: bool) {
+fn set_resp(state: &RefCell<CallState<'_, '_, '_>>, resp3: bool) {
     let mut st = state.borrow_mut();
     st.resp3 = resp3;
     let version = if resp3 { ProtocolVersion::Resp3 } else { ProtocolVersion::Resp2 };
@@ -134,7 +140,7 @@ pub(crate) fn log(level: i64, message: &mlua::String) {
 }
 
 /// `redis.call` / `redis.pcall`: the reply as a Lua value, and whether it is an error.
-fn redis_call(lua: &Lua, state: &RefCell<CallState<'_, '_>>, args: MultiValue) -> mlua::Result<(Value, bool)> {
+fn redis_call(lua: &Lua, state: &RefCell<CallState<'_, '_, '_>>, args: MultiValue) -> mlua::Result<(Value, bool)> {
     let argv = match arguments(args) {
         Ok(argv) => argv,
         Err(message) => return Ok((error_table(lua, message)?, true)),
@@ -151,7 +157,7 @@ fn redis_call(lua: &Lua, state: &RefCell<CallState<'_, '_>>, args: MultiValue) -
 
 /// `redis.acl_check_cmd`: whether the script's user may run `argv`; None
 /// for an unknown command.
-fn acl_check_cmd(st: &CallState<'_, '_>, argv: &[Vec<u8>]) -> Option<bool> {
+fn acl_check_cmd(st: &CallState<'_, '_, '_>, argv: &[Vec<u8>]) -> Option<bool> {
     let index = table::lookup(&argv[0])?;
     let spec = table::spec(index);
     let args: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
@@ -173,8 +179,8 @@ fn arguments(args: MultiValue) -> Result<Vec<Vec<u8>>, &'static str> {
 }
 
 /// Runs one command for the script through the dispatcher; its reply bytes.
-fn call_command(st: &mut CallState<'_, '_>, argv: &[Vec<u8>]) -> Result<Vec<u8>, &'static str> {
-    if st.abandoned {
+fn call_command(st: &mut CallState<'_, '_, '_>, argv: &[Vec<u8>]) -> Result<Vec<u8>, &'static str> {
+    if st.stopped != Stopped::No {
         return Err("ERR Script abandoned on the worker");
     }
     let Some(index) = table::lookup(&argv[0]) else {
@@ -193,6 +199,16 @@ fn call_command(st: &mut CallState<'_, '_>, argv: &[Vec<u8>]) -> Result<Vec<u8>,
     if st.oom_at_start && !st.wrote && crate::maxmemory::denyoom(index) {
         return Err("OOM command not allowed when used memory > 'maxmemory'.");
     }
+    let args: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
+    let needs = key_scope::needs(&st.ctx.server.keyspace, index, &args);
+    match st.scope.admit(&needs, st.wrote) {
+        Admit::Run => {}
+        Admit::Abandon => {
+            st.stopped = Stopped::LeftScope;
+            return Err("ERR Script abandoned on the worker");
+        }
+        Admit::Refuse => return Err(key_scope::OUT_OF_SCOPE),
+    }
     if spec.flags & table::WRITE != 0 || table::may_replicate(index) {
         if st.read_only {
             return Err("ERR Write commands are not allowed from read-only scripts.");
@@ -203,7 +219,6 @@ fn call_command(st: &mut CallState<'_, '_>, argv: &[Vec<u8>]) -> Result<Vec<u8>,
         st.busy.note_write();
         st.wrote = true;
     }
-    let args: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
     dispatch(st.ctx, &args);
     let buffer = st.ctx.out.buffer();
     let bytes = buffer.clone();

@@ -45,6 +45,7 @@ pub mod call_args;
 pub mod callbacks;
 pub mod convert;
 pub mod gate;
+pub mod key_scope;
 pub mod library;
 pub mod library_dump;
 pub mod library_load;

@@ -13,6 +13,7 @@ use mlua::{ffi, HookTriggers, Lua, Value, VmState};
 use super::busy::{Busy, Running, RunningFunction, KILLED};
 use super::callbacks::{CallState, Published};
 use super::convert::lua_to_reply;
+use super::key_scope::KeyScope;
 use super::library::Library;
 use super::lua_env::{with_env, LuaEnv};
 use crate::blocking::BlockState;
@@ -95,6 +96,10 @@ pub struct Outcome {
     /// stopped: it changed nothing, its reply is empty, it must run again
     /// on the script thread.
     pub abandoned: bool,
+    /// A keyed run ([`execute_keyed`]) reached outside its declared keys
+    /// before writing anything and was stopped: it changed nothing, its
+    /// reply is empty, it must run again holding every shard.
+    pub left_scope: bool,
 }
 
 impl Outcome {
@@ -121,10 +126,6 @@ pub enum Within<'a> {
     /// Inside EXEC, which announced it and holds every shard already; its
     /// writes join the transaction's log (when there is a log).
     Exec(Option<&'a mut TxnLog>),
-    /// On the worker that received it (see `scripting::on_worker`): alone,
-    /// and abandoned ([`Outcome::abandoned`]) if it is still running at
-    /// `deadline` and has not written.
-    Worker { deadline: Instant },
 }
 
 /// Runs a script on this thread, holding every shard, and returns its reply.
@@ -137,16 +138,71 @@ pub fn execute(
     request: &ScriptRequest,
     within: Within<'_>,
 ) -> Outcome {
-    let (alone, parent_txn, deadline) = match within {
-        Within::Alone => (true, None, None),
-        Within::Exec(parent_txn) => (false, parent_txn, None),
-        Within::Worker { deadline } => (true, None, Some(deadline)),
+    let (alone, parent_txn) = match within {
+        Within::Alone => (true, None),
+        Within::Exec(parent_txn) => (false, parent_txn),
     };
     let exclusive = Exclusive::take(server, alone);
-    let outcome = run_held(server, stats, caller, request, parent_txn, deadline);
+    let outcome = run_held(server, stats, caller, request, parent_txn, None, Hold::Everything);
     drop(exclusive);
     after_scripts(server, stats);
     outcome
+}
+
+/// Runs a script on the worker that received it, which holds the keyspace
+/// already ([`Exclusive`], kept across a batch's scripts by
+/// `scripting::on_worker`): abandoned ([`Outcome::abandoned`]) if it is
+/// still running at `deadline` and has not written.
+pub fn execute_on_worker(
+    server: &Server,
+    stats: &WorkerStats,
+    caller: &Caller,
+    request: &ScriptRequest,
+    _held: &Exclusive<'_>,
+    deadline: Instant,
+) -> Outcome {
+    run_held(server, stats, caller, request, None, Some(deadline), Hold::Everything)
+}
+
+/// Runs a short script that keeps to its declared keys on the worker that
+/// received it, holding only those keys' shards (see
+/// [`super::key_scope`]): abandoned if it is still running at `deadline`
+/// and has not written ([`Outcome::abandoned`]), or if it reaches outside
+/// those keys before writing ([`Outcome::left_scope`]).
+pub fn execute_keyed(
+    server: &Server,
+    stats: &WorkerStats,
+    caller: &Caller,
+    request: &ScriptRequest,
+    deadline: Instant,
+) -> Outcome {
+    run_held(server, stats, caller, request, None, Some(deadline), Hold::DeclaredKeys)
+}
+
+/// What a run holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hold {
+    /// Every shard, held by the caller (the run watches whether it keeps to its keys).
+    Everything,
+    /// Its declared keys' shards, which the run takes itself.
+    DeclaredKeys,
+}
+
+/// How a run ended early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stopped {
+    No,
+    /// At its deadline on a worker, before writing.
+    AtDeadline,
+    /// Outside its declared keys in a keyed run, before writing.
+    LeftScope,
+}
+
+thread_local! {
+    /// The busy state keyed runs report to: they run beside other scripts,
+    /// and are short, so SCRIPT KILL and BUSY replies concern only the
+    /// script that holds every shard.
+    static KEYED_RUNS_BUSY: Arc<Busy> = Arc::new(Busy::default());
 }
 
 /// Runs scripts one after the other under one exclusive hold of the
@@ -155,23 +211,27 @@ pub fn execute(
 pub fn execute_round(server: &Server, scripts: &[(&WorkerStats, &Caller, &ScriptRequest)]) -> Vec<Outcome> {
     let Some(&(first_stats, ..)) = scripts.first() else { return Vec::new() };
     let exclusive = Exclusive::take(server, true);
-    let outcomes =
-        scripts.iter().map(|&(stats, caller, request)| run_held(server, stats, caller, request, None, None)).collect();
+    let outcomes = scripts
+        .iter()
+        .map(|&(stats, caller, request)| run_held(server, stats, caller, request, None, None, Hold::Everything))
+        .collect();
     drop(exclusive);
     after_scripts(server, first_stats);
     outcomes
 }
 
 /// What a script needs to run alone: every shard held and, unless it runs
-/// inside EXEC (which did this already), no worker inside a batch.
-struct Exclusive<'s> {
+/// inside EXEC (which did this already), no worker inside a batch (but the
+/// one taking it, see [`super::quiesce`]). Whoever drops it calls
+/// [`after_scripts`].
+pub struct Exclusive<'s> {
     // Dropped in this order: the shards, then the announcement.
     _held: cairn_engine::keyspace::HeldShards<'s>,
     _announced: Option<super::quiesce::Announced<'s>>,
 }
 
 impl<'s> Exclusive<'s> {
-    fn take(server: &'s Server, announce: bool) -> Exclusive<'s> {
+    pub fn take(server: &'s Server, announce: bool) -> Exclusive<'s> {
         let quiesce = &server.scripting.quiesce;
         let announced = announce.then(|| quiesce.announce());
         if announced.is_some() {
@@ -183,12 +243,13 @@ impl<'s> Exclusive<'s> {
 
 /// Once the shards are released: the clients waiting for the script look
 /// again, and blocked clients its pushes served are answered.
-fn after_scripts(server: &Server, stats: &WorkerStats) {
+pub fn after_scripts(server: &Server, stats: &WorkerStats) {
     server.scripting.busy.notify_changed();
     server.blocking.serve_ready(server, stats);
 }
 
-/// Runs one script while its caller holds the keyspace ([`Exclusive`]).
+/// Runs one script while its caller holds the keyspace ([`Exclusive`]), or
+/// holding its declared keys' shards itself.
 fn run_held(
     server: &Server,
     stats: &WorkerStats,
@@ -196,11 +257,23 @@ fn run_held(
     request: &ScriptRequest,
     parent_txn: Option<&mut TxnLog>,
     deadline: Option<Instant>,
+    hold: Hold,
 ) -> Outcome {
     let scripting = &server.scripting;
-    let function =
-        request.function.as_ref().map(|f| RunningFunction { name: request.sha.clone(), command: f.command.clone() });
-    let running = Running::start(&scripting.busy, function);
+    let (mut scope, busy, running) = match hold {
+        Hold::Everything => {
+            let function = request
+                .function
+                .as_ref()
+                .map(|f| RunningFunction { name: request.sha.clone(), command: f.command.clone() });
+            let running = Running::start(&scripting.busy, function);
+            (KeyScope::observing(&server.keyspace, &request.keys), scripting.busy.clone(), Some(running))
+        }
+        Hold::DeclaredKeys => {
+            let scope = KeyScope::holding(&server.keyspace, &request.keys);
+            (scope, KEYED_RUNS_BUSY.with(Arc::clone), None)
+        }
+    };
     // The script's commands are checked against its caller's user.
     let user = caller.handle.user().unwrap_or_else(|| server.runtime.acl.default_user());
     let mut client = Client::new(caller.handle.clone(), false, user);
@@ -223,7 +296,9 @@ fn run_held(
         let mut ctx =
             Ctx::new(server, &mut client, ReplyWriter::new(&mut scratch, ProtocolVersion::Resp2), stats, now_ms);
         let mut out = ReplyWriter::new(&mut outcome.reply, caller.protocol);
-        outcome.abandoned = run_lua(&mut ctx, request, &mut out, deadline);
+        let stopped = run_lua(&mut ctx, request, &mut out, busy, &mut scope, deadline);
+        outcome.abandoned = stopped == Stopped::AtDeadline;
+        outcome.left_scope = stopped == Stopped::LeftScope;
         let logged = ctx.client.txn_log.take().unwrap_or_default();
         match (parent_txn, wal) {
             (Some(parent), _) => parent.extend(logged),
@@ -238,24 +313,40 @@ fn run_held(
     }
     outcome.last_lsn = client.last_lsn;
     drop(running);
+    // After the log: another write to these keys is logged after this one.
+    let stayed = scope.stayed();
+    drop(scope);
+    if !stayed {
+        request.speed.record_keys(false);
+    } else if !outcome.abandoned {
+        request.speed.record_keys(true);
+    }
     if outcome.abandoned {
-        outcome.reply.clear();
         request.speed.mark_long();
+    }
+    if outcome.abandoned || outcome.left_scope {
+        outcome.reply.clear();
     }
     outcome
 }
 
-/// Compiles (or finds) the script and runs it, writing its reply to `out`.
-/// True when it was abandoned at `deadline` (see [`Within::Worker`]).
-fn run_lua(ctx: &mut Ctx<'_>, request: &ScriptRequest, out: &mut ReplyWriter<'_>, deadline: Option<Instant>) -> bool {
+/// Compiles (or finds) the script and runs it, writing its reply to `out`;
+/// whether it was stopped early (see [`execute_on_worker`], [`execute_keyed`]).
+fn run_lua(
+    ctx: &mut Ctx<'_>,
+    request: &ScriptRequest,
+    out: &mut ReplyWriter<'_>,
+    busy: Arc<Busy>,
+    scope: &mut KeyScope<'_>,
+    deadline: Option<Instant>,
+) -> Stopped {
     let scripting = &ctx.server.scripting;
-    let busy = scripting.busy.clone();
     let generation = scripting.cache.generation();
-    let result = with_env(generation, |env| call_script(env, ctx, request, out, busy, deadline));
+    let result = with_env(generation, |env| call_script(env, ctx, request, out, busy, scope, deadline));
     super::lua_env::report_memory(&scripting.lua_memory);
     result.unwrap_or_else(|e| {
         out.error(&format!("ERR Error running script {}, {e}", request.sha));
-        false
+        Stopped::No
     })
 }
 
@@ -265,8 +356,9 @@ fn call_script(
     request: &ScriptRequest,
     out: &mut ReplyWriter<'_>,
     busy: Arc<Busy>,
+    scope: &mut KeyScope<'_>,
     deadline: Option<Instant>,
-) -> bool {
+) -> Stopped {
     let function = match &request.function {
         None => env.function(&request.sha, &request.body),
         Some(target) => env.library_function(target.generation, &target.library, &target.key),
@@ -275,7 +367,7 @@ fn call_script(
         Ok(f) => f,
         Err(message) => {
             out.error(&message);
-            return false;
+            return Stopped::No;
         }
     };
     let lua = &env.lua;
@@ -285,7 +377,7 @@ fn call_script(
         Ok(arguments) => arguments,
         Err(e) => {
             out.error(&format!("ERR {e}"));
-            return false;
+            return Stopped::No;
         }
     };
     let hook_busy = busy.clone();
@@ -309,7 +401,8 @@ fn call_script(
         busy: &busy,
         oom_at_start,
         wrote: false,
-        abandoned: false,
+        stopped: Stopped::No,
+        scope,
     });
     let budget = Duration::from_micros(state.borrow().ctx.server.config.script_inline_us);
     let result = {
@@ -334,8 +427,8 @@ fn call_script(
         out.error(&format!("ERR Error running script {}, {e}", request.sha));
         let _ = lua.gc_collect();
     }
-    let abandoned = state.borrow().abandoned;
-    abandoned
+    let stopped = state.borrow().stopped;
+    stopped
 }
 
 /// Stops the running script with `message`: every line from now on fails

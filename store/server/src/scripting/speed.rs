@@ -22,14 +22,22 @@ const LONG: u8 = 2;
 /// A run this long makes its script long, whatever the budget.
 pub const LONG_RUN: Duration = Duration::from_millis(100);
 
-/// What the runs of one script so far say about its length.
+/// Whether a script keeps to its declared keys (see [`super::key_scope`]).
+const KEYED: u8 = 1;
+const NOT_KEYED: u8 = 2;
+
+/// What the runs of one script so far say about its length, and whether
+/// they kept to the shards of their declared keys.
 #[derive(Debug, Default)]
-pub struct RunSpeed(AtomicU8);
+pub struct RunSpeed {
+    length: AtomicU8,
+    keys: AtomicU8,
+}
 
 impl RunSpeed {
     /// The script may run on a worker.
     pub fn is_short(&self) -> bool {
-        self.0.load(Ordering::Relaxed) == SHORT
+        self.length.load(Ordering::Relaxed) == SHORT
     }
 
     /// A run took `took`; `budget` is the inline budget.
@@ -37,14 +45,30 @@ impl RunSpeed {
         if took > LONG_RUN.max(budget) {
             self.mark_long();
         } else if took <= budget {
-            let _ = self.0.compare_exchange(UNKNOWN, SHORT, Ordering::Relaxed, Ordering::Relaxed);
+            let _ = self.length.compare_exchange(UNKNOWN, SHORT, Ordering::Relaxed, Ordering::Relaxed);
         }
     }
 
     /// A run was abandoned at its deadline, or took too long: the script
     /// runs on the script thread from now on.
     pub fn mark_long(&self) {
-        self.0.store(LONG, Ordering::Relaxed);
+        self.length.store(LONG, Ordering::Relaxed);
+    }
+
+    /// The script may run holding only its declared keys' shards: a run
+    /// kept to them, and none ever left them.
+    pub fn is_keyed(&self) -> bool {
+        self.keys.load(Ordering::Relaxed) == KEYED
+    }
+
+    /// A run kept to its declared keys' shards (`stayed`) or not; one that
+    /// did not makes the script not keyed for good.
+    pub fn record_keys(&self, stayed: bool) {
+        if stayed {
+            let _ = self.keys.compare_exchange(UNKNOWN, KEYED, Ordering::Relaxed, Ordering::Relaxed);
+        } else {
+            self.keys.store(NOT_KEYED, Ordering::Relaxed);
+        }
     }
 }
 
@@ -55,6 +79,12 @@ pub struct WhereScriptsRan {
     pub on_script_thread: AtomicU64,
     /// Runs on a worker abandoned at their deadline (then run on the thread).
     pub abandoned_on_worker: AtomicU64,
+    /// Of the runs on a worker, those that held only their declared keys'
+    /// shards (see `scripting::key_scope`).
+    pub keyed_on_worker: AtomicU64,
+    /// Keyed runs stopped when they reached outside their declared keys
+    /// before writing (then run again holding every shard).
+    pub left_keys_on_worker: AtomicU64,
 }
 
 impl WhereScriptsRan {
@@ -68,6 +98,14 @@ impl WhereScriptsRan {
 
     pub fn count_abandoned_on_worker(&self) {
         self.abandoned_on_worker.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn count_keyed_on_worker(&self) {
+        self.keyed_on_worker.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn count_left_keys_on_worker(&self) {
+        self.left_keys_on_worker.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -101,5 +139,16 @@ mod tests {
         abandoned.mark_long();
         abandoned.record(Duration::from_micros(10), BUDGET);
         assert!(!abandoned.is_short());
+    }
+
+    #[test]
+    fn keyed_until_a_run_leaves_its_keys() {
+        let speed = RunSpeed::default();
+        assert!(!speed.is_keyed());
+        speed.record_keys(true);
+        assert!(speed.is_keyed());
+        speed.record_keys(false);
+        speed.record_keys(true);
+        assert!(!speed.is_keyed());
     }
 }

@@ -33,6 +33,7 @@ mod pause;
 mod pubsub;
 mod resp;
 mod scripting;
+mod scripting_keyed;
 mod scripting_libs;
 mod scripting_on_worker;
 mod scripting_workers;
