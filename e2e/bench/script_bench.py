@@ -44,14 +44,14 @@ def wait_ready(port, proc):
     raise SystemExit(f"server on port {port} did not answer PING")
 
 
-def start(kind, binary, cpus):
+def start(kind, binary, cpus, threads):
     port = ports.free_port()
     data = tempfile.mkdtemp(prefix="script-bench-")
     if kind == "redis":
         cmd = [binary, "--port", str(port), "--save", "", "--appendonly", "yes", "--appendfsync", "everysec",
                "--dir", data]
     else:
-        cmd = [binary, "--threads", "1", "--port", str(port), "--native-port", "0", "--admin-port", "0",
+        cmd = [binary, "--threads", str(threads), "--port", str(port), "--native-port", "0", "--admin-port", "0",
                "--data-dir", data]
     proc = subprocess.Popen(["taskset", "-c", cpus, *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_ready(port, proc)
@@ -104,6 +104,7 @@ def main():
     parser.add_argument("--requests", type=int, default=100000, help="requests per run at pipeline 1 (x4 at 16)")
     parser.add_argument("--server-cpus", default="0")
     parser.add_argument("--bench-cpus", default="1")
+    parser.add_argument("--cairn-threads", type=int, default=1, help="Cairn's workers (--threads)")
     args = parser.parse_args()
 
     cairns = [tuple(spec.split("=", 1)) for spec in (args.cairn_bin or ["cairn=target/release/cairn"])]
@@ -117,7 +118,7 @@ def main():
             workload, clients, pipeline = cell
             requests = args.requests * (4 if pipeline > 1 else 1)
             for kind, label, binary in servers:
-                proc, port, data = start(kind, binary, args.server_cpus)
+                proc, port, data = start(kind, binary, args.server_cpus, args.cairn_threads)
                 try:
                     sha = prepare(port)
                     rate = run_cell(port, args.bench_cpus, workload, clients, pipeline, requests, sha)
@@ -129,7 +130,8 @@ def main():
     labels = [label for _, label, _ in servers]
     print()
     print(f"Scripts, {args.rounds} round(s), median ops/s, started {started}; servers on CPU {args.server_cpus}, "
-          f"redis-benchmark on CPU {args.bench_cpus}; Redis appendfsync everysec, Cairn default durability, one worker.")
+          f"redis-benchmark on CPU {args.bench_cpus}; Redis appendfsync everysec, Cairn default durability, "
+          f"{args.cairn_threads} worker(s).")
     print()
     print("| workload | clients | pipeline | " + " | ".join(labels) + " |")
     print("|---|---:|---:|" + "---:|" * len(labels))

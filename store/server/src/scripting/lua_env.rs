@@ -35,6 +35,9 @@ pub struct LuaEnv {
     functions: HashMap<String, Function>,
     /// Loaded function libraries by id: lowercase function name → callback.
     libraries: Table,
+    /// The callbacks found in `libraries`, by library id and lowercase name
+    /// (a Lua table lookup by name makes a Lua string per call).
+    callbacks: HashMap<u64, HashMap<String, Function>>,
     /// The function registry generation `libraries` belongs to.
     libraries_generation: u64,
     /// The script cache generation these functions belong to (SCRIPT FLUSH).
@@ -128,6 +131,7 @@ impl LuaEnv {
             fields,
             functions,
             libraries,
+            callbacks: HashMap::new(),
             libraries_generation: 0,
             generation: 0,
             reported: None,
@@ -198,8 +202,18 @@ impl LuaEnv {
     pub fn library_function(&mut self, generation: u64, library: &Library, name: &str) -> Result<Function, String> {
         if self.libraries_generation != generation {
             self.libraries = self.lua.create_table().map_err(|e| format!("ERR {e}"))?;
+            self.callbacks.clear();
             self.libraries_generation = generation;
         }
+        if let Some(callback) = self.callbacks.get(&library.id).and_then(|functions| functions.get(name)) {
+            return Ok(callback.clone());
+        }
+        let callback = self.load_library_function(library, name)?;
+        self.callbacks.entry(library.id).or_default().insert(name.to_string(), callback.clone());
+        Ok(callback)
+    }
+
+    fn load_library_function(&mut self, library: &Library, name: &str) -> Result<Function, String> {
         let functions = match self.libraries.raw_get::<Option<Table>>(library.id) {
             Ok(Some(functions)) => functions,
             _ => {
