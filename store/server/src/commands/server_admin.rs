@@ -209,6 +209,12 @@ pub fn time(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     Ok(())
 }
 
+/// CLUSTER: Cairn runs as a standalone server, and answers as Redis does
+/// with `cluster-enabled no` (cluster clients probe with CLUSTER INFO).
+pub fn cluster(_ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
+    Err(CmdError::Static("ERR This instance has cluster support disabled"))
+}
+
 pub fn lastsave(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     ctx.out.int(ctx.server.last_save_secs.load(std::sync::atomic::Ordering::Relaxed) as i64);
     Ok(())

@@ -91,8 +91,9 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], read_only: bool) -> CmdResult
     if walks_backwards(&o, is_set) {
         elements.reverse();
     }
-    if o.dont_sort && is_set && o.store.is_some() {
-        // Stored results must not depend on a set's internal order.
+    if o.dont_sort && is_set && (o.store.is_some() || ctx.client.origin == crate::client::Origin::Script) {
+        // Stored results and a script's must not depend on a set's internal
+        // order (as Redis: they are replicated or logged as their effect).
         o.dont_sort = false;
         o.alpha = true;
         o.by = None;

@@ -137,6 +137,7 @@ pub static CORE: &[CommandSpec] = &[
     c("bgsave", -1, ADMIN, NONE, server_admin::bgsave),
     c("bgrewriteaof", 1, ADMIN, NONE, server_admin::bgsave),
     c("waitaof", 4, 0, NONE, crate::persistence::waitaof::waitaof),
+    c("cluster", -2, SUBCOMMANDS, NONE, server_admin::cluster),
     // keys
     c("del", -2, W, KALL, keys::del),
     c("unlink", -2, W | F, KALL, keys::unlink),

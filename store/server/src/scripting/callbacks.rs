@@ -193,6 +193,12 @@ fn call_command(st: &mut CallState<'_, '_, '_>, argv: &[Vec<u8>]) -> Result<Vec<
     {
         return Err("ERR This Redis command is not allowed from script");
     }
+    if spec.flags & table::SUBCOMMANDS != 0
+        && argv.len() > 1
+        && super::subcommand_not_allowed_from_scripts(spec, &argv[1])
+    {
+        return Err("ERR This Redis command is not allowed from script");
+    }
     if !spec.arity_ok(argv.len()) {
         return Err("ERR Wrong number of args calling Redis command from script");
     }

@@ -161,6 +161,13 @@ pub fn never_from_scripts(spec: &table::CommandSpec) -> bool {
         )
 }
 
+/// Whether subcommand `sub` of container `spec` is flagged `noscript` in
+/// Redis's table (CLUSTER RESET, CONFIG SET, ...).
+pub fn subcommand_not_allowed_from_scripts(spec: &table::CommandSpec, sub: &[u8]) -> bool {
+    let name = format!("{}|{}", spec.name, String::from_utf8_lossy(sub).to_ascii_lowercase());
+    crate::commands::meta::has_flag(&name, "noscript")
+}
+
 pub fn not_allowed_from_scripts(index: usize) -> bool {
     static FLAGS: OnceLock<Vec<bool>> = OnceLock::new();
     FLAGS

@@ -289,3 +289,28 @@ fn scripts_cannot_replace_globals() {
     assert_eq!(c.cmd(&["EVAL", "return loadstring('return 40 + 2')()", "0"]), int(42));
     assert_eq!(c.cmd(&["EVAL", "return redis.call('ping')", "0"]), simple("PONG"));
 }
+
+#[test]
+fn cluster_answers_as_a_standalone_redis_and_its_noscript_subcommands_are_refused_in_scripts() {
+    let server = TestServer::start();
+    let mut c = server.client();
+    assert_eq!(error_text(&c.cmd(&["CLUSTER", "INFO"])), "ERR This instance has cluster support disabled");
+    let reset = error_text(&c.cmd(&["EVAL", "return redis.call('cluster', 'reset', 'hard')", "0"]));
+    assert!(reset.contains("This Redis command is not allowed from script"), "{reset}");
+    let config = error_text(&c.cmd(&["EVAL", "return redis.call('config', 'set', 'maxmemory', '0')", "0"]));
+    assert!(config.contains("This Redis command is not allowed from script"), "{config}");
+    let info = error_text(&c.cmd(&["EVAL", "return redis.call('cluster', 'info')", "0"]));
+    assert!(info.contains("cluster support disabled"), "{info}");
+}
+
+#[test]
+fn sort_of_a_set_without_sorting_is_sorted_alphabetically_inside_a_script() {
+    let server = TestServer::start();
+    let mut c = server.client();
+    let members = ["z", "b", "aa", "a", "c", "azz"];
+    let mut args = vec!["SADD", "s"];
+    args.extend(members);
+    c.cmd(&args);
+    let sorted = c.cmd(&["EVAL", "return redis.call('sort', KEYS[1], 'by', 'nosort')", "1", "s"]);
+    assert_eq!(sorted, array(["a", "aa", "azz", "b", "c", "z"].iter().map(|m| bulk(m)).collect()));
+}
