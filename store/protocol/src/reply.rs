@@ -22,6 +22,9 @@ pub struct ReplyWriter<'a> {
     /// Set by [`ReplyWriter::error`]: the first word of the last error written
     /// (for error statistics), or `None` when no error was written.
     last_error_code: Option<ErrorCode>,
+    /// The last error was counted in the error statistics where it arose
+    /// (a script's error that a command inside it replied).
+    last_error_counted: bool,
 }
 
 /// The first word of an error reply (`ERR`, `WRONGTYPE`, ...), kept inline.
@@ -49,7 +52,7 @@ impl ErrorCode {
 
 impl<'a> ReplyWriter<'a> {
     pub fn new(out: &'a mut Vec<u8>, version: ProtocolVersion) -> Self {
-        ReplyWriter { out, version, last_error_code: None }
+        ReplyWriter { out, version, last_error_code: None, last_error_counted: false }
     }
 
     pub fn version(&self) -> ProtocolVersion {
@@ -72,7 +75,23 @@ impl<'a> ReplyWriter<'a> {
 
     /// Takes the error code recorded since the last call.
     pub fn take_error_code(&mut self) -> Option<ErrorCode> {
+        self.last_error_counted = false;
         self.last_error_code.take()
+    }
+
+    /// Takes the error recorded since the last call, and whether it was
+    /// counted in the statistics already ([`ReplyWriter::note_error`]).
+    pub fn take_error(&mut self) -> Option<(ErrorCode, bool)> {
+        let counted = std::mem::take(&mut self.last_error_counted);
+        self.last_error_code.take().map(|code| (code, counted))
+    }
+
+    /// Records an error written as raw bytes (a script's reply), as
+    /// [`ReplyWriter::error`] would have; `counted`: its statistics were
+    /// updated where it arose.
+    pub fn note_error(&mut self, code: ErrorCode, counted: bool) {
+        self.last_error_code = Some(code);
+        self.last_error_counted = counted;
     }
 
     fn line(&mut self, prefix: u8, body: &[u8]) {
@@ -99,6 +118,7 @@ impl<'a> ReplyWriter<'a> {
     /// newlines are replaced by spaces as Redis does, so the stream stays valid.
     pub fn error(&mut self, message: &str) {
         self.last_error_code = Some(ErrorCode::of(message));
+        self.last_error_counted = false;
         self.out.push(b'-');
         self.out.extend(message.bytes().map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }));
         self.out.extend_from_slice(b"\r\n");

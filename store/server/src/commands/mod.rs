@@ -325,9 +325,11 @@ fn check_acl(ctx: &Ctx<'_>, spec: &table::CommandSpec, args: &[&[u8]]) -> CmdRes
 
 /// Counts an error reply the command wrote, if any; returns whether it did.
 fn record_error(ctx: &mut Ctx<'_>) -> bool {
-    match ctx.out.take_error_code() {
-        Some(code) => {
-            ctx.stats.record_error(code.as_str());
+    match ctx.out.take_error() {
+        Some((code, counted_already)) => {
+            if !counted_already {
+                ctx.stats.record_error(code.as_str());
+            }
             true
         }
         None => false,

@@ -83,7 +83,9 @@ pub(crate) fn start(ctx: &mut Ctx<'_>, request: ScriptRequest) {
             return;
         }
         let at = ctx.out.buffer().len();
-        ctx.client.pending_scripts.push(run::PendingScript { at, request });
+        // EVAL, FCALL, ...: the dispatcher noted the index (no subcommands).
+        let stat = usize::from(ctx.client.handle.last_command.load(std::sync::atomic::Ordering::Relaxed));
+        ctx.client.pending_scripts.push(run::PendingScript { at, request, stat });
     }
 }
 

@@ -83,7 +83,8 @@ pub(super) fn install(lua: &Lua, imp: &Table) -> mlua::Result<()> {
         lua.create_function(|lua, args: MultiValue| match with_current(|state| redis_call(lua, state, args))?? {
             (Value::Table(reply), true) => {
                 let message: String = reply.raw_get("err").unwrap_or_default();
-                Err(mlua::Error::external(CallError(message)))
+                let counted = super::convert::counted_where_it_arose(&reply);
+                Err(mlua::Error::external(CallError(message, counted)))
             }
             (reply, _) => Ok(reply),
         })?;
@@ -147,12 +148,24 @@ fn redis_call(lua: &Lua, state: &RefCell<CallState<'_, '_, '_>>, args: MultiValu
     };
     let reply = call_command(&mut state.borrow_mut(), &argv);
     match reply {
-        Err(message) => Ok((error_table(lua, message)?, true)),
+        Err(message) => Ok((counted_error(error_table(lua, message)?)?, true)),
         Ok(bytes) => {
             let failed = matches!(bytes.first(), Some(b'-' | b'!'));
-            Ok((reply_to_lua(lua, &bytes)?, failed))
+            let value = reply_to_lua(lua, &bytes)?;
+            Ok((if failed { counted_error(value)? } else { value }, failed))
         }
     }
+}
+
+/// The field of an error table whose error was counted in the statistics
+/// where it arose (Redis's name): the script's reply does not count it again.
+pub(super) const COUNTED: &str = "ignore_error_stats_update";
+
+fn counted_error(value: Value) -> mlua::Result<Value> {
+    if let Value::Table(table) = &value {
+        table.raw_set(COUNTED, true)?;
+    }
+    Ok(value)
 }
 
 /// `redis.acl_check_cmd`: whether the script's user may run `argv`; None
@@ -179,31 +192,56 @@ fn arguments(args: MultiValue) -> Result<Vec<Vec<u8>>, &'static str> {
 }
 
 /// Runs one command for the script through the dispatcher; its reply bytes.
+/// Runs one command for the script; a command refused before it runs
+/// counts as a rejected call and an error reply, as in Redis's `scriptCall`.
 fn call_command(st: &mut CallState<'_, '_, '_>, argv: &[Vec<u8>]) -> Result<Vec<u8>, &'static str> {
+    checked_call(st, argv).map_err(|(index, message)| {
+        // A run stopped on its worker runs again: its refusals are nobody's.
+        if st.stopped == Stopped::No {
+            st.ctx.stats.record_error(cairn_protocol::ErrorCode::of(message).as_str());
+            if let Some(index) = index {
+                let slot = argv.get(1).map_or(0, |sub| table::subcommand_slot(index, sub));
+                let stat = if table::spec(index).flags & table::SUBCOMMANDS != 0 {
+                    table::stat_index(index, slot)
+                } else {
+                    index
+                };
+                st.ctx.stats.per_command[stat].rejected.add(1);
+            }
+        }
+        message
+    })
+}
+
+/// A command refused before it ran: its index, if known, and the error.
+type Refused = (Option<usize>, &'static str);
+
+fn checked_call(st: &mut CallState<'_, '_, '_>, argv: &[Vec<u8>]) -> Result<Vec<u8>, Refused> {
     if st.stopped != Stopped::No {
-        return Err("ERR Script abandoned on the worker");
+        return Err((None, "ERR Script abandoned on the worker"));
     }
     let Some(index) = table::lookup(&argv[0]) else {
-        return Err("ERR Unknown Redis command called from script");
+        return Err((None, "ERR Unknown Redis command called from script"));
     };
+    let refuse = |message: &'static str| Err((Some(index), message));
     let spec = table::spec(index);
     if super::not_allowed_from_scripts(index)
         && (super::never_from_scripts(spec)
             || !st.ctx.server.runtime.disable_deny_scripts.load(std::sync::atomic::Ordering::Relaxed))
     {
-        return Err("ERR This Redis command is not allowed from script");
+        return refuse("ERR This Redis command is not allowed from script");
     }
     if spec.flags & table::SUBCOMMANDS != 0
         && argv.len() > 1
         && super::subcommand_not_allowed_from_scripts(spec, &argv[1])
     {
-        return Err("ERR This Redis command is not allowed from script");
+        return refuse("ERR This Redis command is not allowed from script");
     }
     if !spec.arity_ok(argv.len()) {
-        return Err("ERR Wrong number of args calling Redis command from script");
+        return refuse("ERR Wrong number of args calling Redis command from script");
     }
     if st.oom_at_start && !st.wrote && crate::maxmemory::denyoom(index) {
-        return Err("OOM command not allowed when used memory > 'maxmemory'.");
+        return refuse("OOM command not allowed when used memory > 'maxmemory'.");
     }
     let args: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
     let needs = key_scope::needs(&st.ctx.server.keyspace, index, &args);
@@ -211,16 +249,16 @@ fn call_command(st: &mut CallState<'_, '_, '_>, argv: &[Vec<u8>]) -> Result<Vec<
         Admit::Run => {}
         Admit::Abandon => {
             st.stopped = Stopped::LeftScope;
-            return Err("ERR Script abandoned on the worker");
+            return Err((Some(index), "ERR Script abandoned on the worker"));
         }
-        Admit::Refuse => return Err(key_scope::OUT_OF_SCOPE),
+        Admit::Refuse => return refuse(key_scope::OUT_OF_SCOPE),
     }
     if spec.flags & table::WRITE != 0 || table::may_replicate(index) {
         if st.read_only {
-            return Err("ERR Write commands are not allowed from read-only scripts.");
+            return refuse("ERR Write commands are not allowed from read-only scripts.");
         }
         if st.ctx.server.runtime.lacks_good_replicas() {
-            return Err(crate::commands::NOREPLICAS);
+            return refuse(crate::commands::NOREPLICAS);
         }
         st.busy.note_write();
         st.wrote = true;

@@ -265,7 +265,11 @@ impl Writer<'_, '_> {
     fn table(&mut self, t: &Table, depth: usize) {
         let names = self.names;
         if let Value::String(err) = field(t, &names.err) {
-            self.out.error(&error_text(&err.to_string_lossy()));
+            let text = error_text(&err.to_string_lossy());
+            self.out.error(&text);
+            if counted_where_it_arose(t) {
+                self.out.note_error(cairn_protocol::ErrorCode::of(&text), true);
+            }
             return;
         }
         if let Value::String(ok) = field(t, &names.ok) {
@@ -327,4 +331,10 @@ fn field(t: &Table, name: &mlua::String) -> Value {
 fn error_text(err: &str) -> String {
     let err = err.strip_prefix('-').unwrap_or(err);
     err.trim_end_matches(['\r', '\n']).to_string()
+}
+
+/// Whether an error table's error was counted where it arose (an error a
+/// command called by the script replied, see `callbacks::COUNTED`).
+pub(super) fn counted_where_it_arose(t: &Table) -> bool {
+    matches!(t.raw_get::<Value>(super::callbacks::COUNTED), Ok(Value::Boolean(true)))
 }

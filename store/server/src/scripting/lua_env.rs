@@ -110,6 +110,7 @@ impl LuaEnv {
             lua.create_function(|lua, s: mlua::String| lua.create_string(super::cache::sha1hex(&s.as_bytes())))?,
         )?;
         imp.raw_set("error_message", lua.create_function(|_, e: mlua::Error| Ok(error_message(&e)))?)?;
+        imp.raw_set("error_counted", lua.create_function(|_, e: mlua::Error| Ok(error_counted(&e)))?)?;
         imp.raw_set(
             "load_log",
             lua.create_function(|_, (level, message): (i64, mlua::String)| {
@@ -255,10 +256,21 @@ fn error_message(e: &mlua::Error) -> String {
     }
 }
 
-/// The error reply of a command `redis.call` ran, raised as a Lua error.
+/// The error reply of a command `redis.call` ran, raised as a Lua error,
+/// and whether it was counted in the error statistics already (a command's
+/// error or refusal, not a bad argument to `redis.call` itself).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct CallError(pub String);
+pub struct CallError(pub String, pub bool);
+
+/// Whether a raised error is a [`CallError`] counted where it arose.
+fn error_counted(e: &mlua::Error) -> bool {
+    match e {
+        mlua::Error::CallbackError { cause, .. } | mlua::Error::WithContext { cause, .. } => error_counted(cause),
+        mlua::Error::ExternalError(inner) => inner.downcast_ref::<CallError>().is_some_and(|call| call.1),
+        _ => false,
+    }
+}
 
 /// The message of a compile error, without mlua's decoration.
 fn syntax_message(e: &mlua::Error) -> String {

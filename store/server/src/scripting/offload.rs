@@ -30,11 +30,11 @@ pub async fn run_elsewhere(
     scripts: Vec<run::PendingScript>,
 ) -> Vec<(usize, run::Outcome)> {
     let caller = run::Caller::of(client);
-    let offsets: Vec<usize> = scripts.iter().map(|script| script.at).collect();
+    let places: Vec<(usize, usize)> = scripts.iter().map(|script| (script.at, script.stat)).collect();
     let requests = scripts.into_iter().map(|script| script.request);
     let receivers = server.scripting.runner.submit(server, stats, &caller, requests);
-    let mut outcomes = Vec::with_capacity(offsets.len());
-    for (at, receiver) in offsets.into_iter().zip(receivers) {
+    let mut outcomes = Vec::with_capacity(places.len());
+    for ((at, stat), receiver) in places.into_iter().zip(receivers) {
         let outcome = match receiver {
             Some(receiver) => receiver.await.map_err(|e| e.to_string()),
             None => Err("the script thread could not start".to_string()),
@@ -46,6 +46,8 @@ pub async fn run_elsewhere(
                 .error("ERR Error running script: the script's thread failed");
             run::Outcome { reply, ..run::Outcome::default() }
         });
+        // Its command was counted when dispatched; an error reply counts now.
+        outcome.count_error(stats, stat);
         outcomes.push((at, outcome));
     }
     outcomes

@@ -85,7 +85,8 @@ local function handler(err)
     i = getinfo(level, 'nSl')
   end
   if type(err) == 'userdata' then
-    err = {err = impl.error_message(err)}
+    local counted = impl.error_counted(err) or nil
+    err = {err = impl.error_message(err), ignore_error_stats_update = counted}
   elseif type(err) ~= 'table' then
     err = {err = 'ERR ' .. tostring(err)}
   end

@@ -82,6 +82,8 @@ impl Caller {
 pub struct PendingScript {
     pub at: usize,
     pub request: ScriptRequest,
+    /// The command statistics slot of the command that called it.
+    pub stat: usize,
 }
 
 /// A script's reply and what its writes need.
@@ -100,18 +102,37 @@ pub struct Outcome {
     /// before writing anything and was stopped: it changed nothing, its
     /// reply is empty, it must run again holding every shard.
     pub left_scope: bool,
+    /// The reply is an error: its code, and whether it was counted in the
+    /// error statistics already (an error a command inside replied).
+    pub error: Option<(cairn_protocol::ErrorCode, bool)>,
 }
 
 impl Outcome {
     /// Answers the command that ran the script on this thread: the reply
     /// joins the batch's, the `sync` tier waits for the script's record, and
-    /// a record that could not be logged closes the connection after it.
+    /// a record that could not be logged closes the connection after it;
+    /// an error reply counts as the dispatcher counts errors.
     pub fn answer(self, ctx: &mut Ctx<'_>) {
         ctx.client.last_lsn = ctx.client.last_lsn.max(self.last_lsn);
         if self.log_failed {
             ctx.client.close_after_reply = true;
         }
         ctx.out.buffer().extend_from_slice(&self.reply);
+        if let Some((code, counted)) = self.error {
+            ctx.out.note_error(code, counted);
+        }
+    }
+
+    /// For a reply put in place after its command was dispatched (a script
+    /// that ran on the script thread): the error statistics and the failed
+    /// calls of command statistics slot `stat`, as the dispatcher counts them.
+    pub fn count_error(&self, stats: &WorkerStats, stat: usize) {
+        if let Some((code, counted)) = &self.error {
+            if !counted {
+                stats.record_error(code.as_str());
+            }
+            stats.per_command[stat].failed.add(1);
+        }
     }
 }
 
@@ -297,6 +318,7 @@ fn run_held(
             Ctx::new(server, &mut client, ReplyWriter::new(&mut scratch, ProtocolVersion::Resp2), stats, now_ms);
         let mut out = ReplyWriter::new(&mut outcome.reply, caller.protocol);
         let stopped = run_lua(&mut ctx, request, &mut out, busy, &mut scope, deadline);
+        outcome.error = out.take_error();
         outcome.abandoned = stopped == Stopped::AtDeadline;
         outcome.left_scope = stopped == Stopped::LeftScope;
         let logged = ctx.client.txn_log.take().unwrap_or_default();
@@ -498,9 +520,13 @@ fn write_error(value: &Value, out: &mut ReplyWriter<'_>, sha: &str, killed: bool
     let message = message.strip_prefix('-').unwrap_or(&message).to_string();
     let source = t.raw_get::<Option<String>>("source").ok().flatten();
     let line = t.raw_get::<Option<i64>>("line").ok().flatten();
-    match (source, line) {
-        (Some(source), Some(line)) => out.error(&format!("{message} script: {sha}, on {source}:{line}.")),
-        _ => out.error(&message),
+    let text = match (source, line) {
+        (Some(source), Some(line)) => format!("{message} script: {sha}, on {source}:{line}."),
+        _ => message,
+    };
+    out.error(&text);
+    if !killed && super::convert::counted_where_it_arose(t) {
+        out.note_error(cairn_protocol::ErrorCode::of(&text), true);
     }
 }
 

@@ -314,3 +314,30 @@ fn sort_of_a_set_without_sorting_is_sorted_alphabetically_inside_a_script() {
     let sorted = c.cmd(&["EVAL", "return redis.call('sort', KEYS[1], 'by', 'nosort')", "1", "s"]);
     assert_eq!(sorted, array(["a", "aa", "azz", "b", "c", "z"].iter().map(|m| bulk(m)).collect()));
 }
+
+#[test]
+fn script_errors_count_once_in_errorstats_and_as_a_failed_eval() {
+    let server = TestServer::start();
+    let mut c = server.client();
+    // Each error on the worker's path and on the script thread's (first runs).
+    for round in 0..2 {
+        c.cmd(&["CONFIG", "RESETSTAT"]);
+        let raised = error_text(&c.cmd(&["EVAL", "return redis.call('select', 99)", "0"]));
+        assert!(raised.starts_with("ERR DB index is out of range"), "{raised}");
+        let custom = error_text(&c.cmd(&["EVAL", "return redis.error_reply('MY_CODE custom')", "0"]));
+        assert_eq!(custom, "MY_CODE custom");
+        let caught = c.cmd(&["EVAL", "local t = redis.pcall('select', 99) return t['err'] and 1 or 0", "0"]);
+        assert_eq!(caught, int(1));
+        let errorstats = c.cmd(&["INFO", "errorstats"]);
+        let OwnedFrame::BlobString { data, .. } = errorstats else { panic!("INFO reply") };
+        let text = String::from_utf8_lossy(&data).to_string();
+        // SELECT failed twice (counted where it failed), MY_CODE once (the script's own reply).
+        assert!(text.contains("errorstat_ERR:count=2"), "round {round}: {text}");
+        assert!(text.contains("errorstat_MY_CODE:count=1"), "round {round}: {text}");
+        let commandstats = c.cmd(&["INFO", "commandstats"]);
+        let OwnedFrame::BlobString { data, .. } = commandstats else { panic!("INFO reply") };
+        let text = String::from_utf8_lossy(&data).to_string();
+        let eval = text.lines().find(|l| l.starts_with("cmdstat_eval:")).expect("eval stats");
+        assert!(eval.contains("calls=3") && eval.contains("failed_calls=2"), "round {round}: {eval}");
+    }
+}
