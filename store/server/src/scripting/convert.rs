@@ -81,8 +81,13 @@ unsafe fn push(state: *mut ffi::lua_State, bytes: &[u8], pos: &mut usize, depth:
                 n if n < 0 => ffi::lua_pushboolean(state, 0),
                 n => single(state, c"set", |state| push_set(state, bytes, pos, n as usize, depth)),
             },
-            b'%' | b'|' => {
-                single(state, c"map", |state| push_map(state, bytes, pos, number(head).max(0) as usize, depth))
+            b'%' => single(state, c"map", |state| push_map(state, bytes, pos, number(head).max(0) as usize, depth)),
+            b'|' => {
+                // An attribute is not shown to scripts (as Redis 7.0): read
+                // past it, then the reply it annotates is the value.
+                push_map(state, bytes, pos, number(head).max(0) as usize, depth);
+                ffi::lua_pop(state, 1);
+                push(state, bytes, pos, depth + 1);
             }
             b'_' => ffi::lua_pushnil(state),
             b'#' => ffi::lua_pushboolean(state, i32::from(head == b"t")),

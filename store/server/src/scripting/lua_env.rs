@@ -124,6 +124,8 @@ impl LuaEnv {
         let functions = HashMap::new();
         let libraries = lua.create_table()?;
         let fields = super::convert::FieldNames::new(&lua)?;
+        // The prelude's compilation leaves garbage: a new interpreter starts clean.
+        lua.gc_collect()?;
         Ok(LuaEnv {
             lua,
             imp,
