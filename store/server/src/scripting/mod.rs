@@ -21,17 +21,21 @@
 //! - [`convert`]: reply ↔ Lua value conversions; [`call_args`]: `redis.call`
 //!   with thousands of arguments.
 //! - [`lua_memory`]: `used_memory_lua`, summed over the interpreters.
-//! - [`run`]: running one script atomically (every shard held), its
-//!   commands through the dispatcher, its writes logged as one record;
-//!   [`callbacks`]: `redis.call` and the other Rust functions it calls.
+//! - [`run`]: running one script atomically (every shard held, or its
+//!   declared keys' shards), its commands through the dispatcher, its writes
+//!   logged as one record; [`callbacks`]: `redis.call` and the other Rust
+//!   functions it calls; [`key_scope`]: the shards a keyed run holds, and
+//!   the check of each command it calls against them.
 //!
 //! - [`runner`]: the server's script thread, which runs clients' scripts in
-//!   rounds; [`on_worker`]: running a short script on the worker itself;
-//!   [`speed`]: which scripts are short.
+//!   rounds; [`on_worker`]: running a short script on the worker itself
+//!   (keyed, or under one hold of the keyspace per batch); [`speed`]: which
+//!   scripts are short, and which keep to their keys.
 //!
 //! Where a client's script runs: a script known to be short (its runs so far
 //! finished within `--script-inline-us`) runs on the worker that received
-//! it, as Redis runs every script on its one thread ([`on_worker`]); any
+//! it, as Redis runs every script on its one thread ([`on_worker`]), holding
+//! only its declared keys' shards if its runs kept to them ([`key_scope`]); any
 //! other goes to the script thread: the EVAL handler leaves a
 //! [`run::PendingScript`] on the client, and the connection hands it to
 //! [`offload::run_elsewhere`] while the worker keeps serving its other

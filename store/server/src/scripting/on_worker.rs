@@ -16,6 +16,10 @@
 //! [`super::speed::LONG_RUN`] it is marked long, so that its later runs go to
 //! the script thread from the start (docs/scripting.md).
 //!
+//! A short script whose runs kept to its declared keys runs *keyed* instead:
+//! holding only those keys' shards, without the handshake, beside the other
+//! workers (see [`super::key_scope`]).
+//!
 //! One handshake and one hold of every shard serve all the short scripts
 //! a batch runs back to back (a pipeline of EVALSHAs): the worker keeps the
 //! keyspace ([`BatchHold`], in the batch's [`ScriptHold`]) from its first script

@@ -403,9 +403,12 @@ fn call_script(
         }
     };
     let hook_busy = busy.clone();
+    // A keyed run reports to a busy state of its own, which SHUTDOWN's kill
+    // does not reach: it looks at the shutdown itself.
+    let shutdown = ctx.server.shutdown.clone();
     let every = if deadline.is_some() { DEADLINE_CHECK_INSTRUCTIONS } else { HOOK_EVERY_INSTRUCTIONS };
     lua.set_hook(HookTriggers::new().every_nth_instruction(every), move |lua, _| {
-        if hook_busy.kill_requested() {
+        if hook_busy.kill_requested() || shutdown.is_triggered() {
             return stop(lua, KILLED);
         }
         if deadline.is_some_and(|deadline| Instant::now() >= deadline) && super::callbacks::abandon_unless_written() {
