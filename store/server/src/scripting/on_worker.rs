@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::MutexGuard;
 
-use super::run::{self, Caller, Exclusive, Outcome, ScriptRequest};
+use super::run::{self, Caller, Exclusive, Outcome, ScriptRequest, Stopped};
 use crate::commands::Ctx;
 use crate::server::Server;
 use crate::stats::WorkerStats;
@@ -116,12 +116,13 @@ impl ScriptsHere for ScriptHold<'_> {
         if self.held.is_none() && request.speed.is_keyed() {
             let deadline = Instant::now() + budget;
             let outcome = run::execute_keyed(self.server, self.stats, caller, request, deadline);
-            if outcome.abandoned {
-                return RanHere::Abandoned;
-            }
-            if !outcome.left_scope {
-                counts.count_keyed_on_worker();
-                return RanHere::Ran(outcome);
+            match outcome.stopped {
+                Stopped::AtDeadline => return RanHere::Abandoned,
+                Stopped::No => {
+                    counts.count_keyed_on_worker();
+                    return RanHere::Ran(outcome);
+                }
+                Stopped::LeftScope => {}
             }
             // Not keyed after all (and never again): it runs with every shard.
             counts.count_left_keys_on_worker();
@@ -138,7 +139,7 @@ impl ScriptsHere for ScriptHold<'_> {
         };
         let deadline = Instant::now() + budget;
         let outcome = run::execute_on_worker(self.server, self.stats, caller, request, exclusive, deadline);
-        if outcome.abandoned {
+        if outcome.stopped != Stopped::No {
             // The script thread takes the keyspace next.
             self.held = None;
             return RanHere::Abandoned;

@@ -94,14 +94,9 @@ pub struct Outcome {
     pub last_lsn: u64,
     /// Its writes ran but could not be logged: the caller must close.
     pub log_failed: bool,
-    /// It ran past its deadline on a worker before writing anything and was
-    /// stopped: it changed nothing, its reply is empty, it must run again
-    /// on the script thread.
-    pub abandoned: bool,
-    /// A keyed run ([`execute_keyed`]) reached outside its declared keys
-    /// before writing anything and was stopped: it changed nothing, its
-    /// reply is empty, it must run again holding every shard.
-    pub left_scope: bool,
+    /// Whether it was stopped on a worker before writing anything (then it
+    /// changed nothing, its reply is empty, and it must run again).
+    pub stopped: Stopped,
     /// The reply is an error: its code, and whether it was counted in the
     /// error statistics already (an error a command inside replied).
     pub error: Option<(cairn_protocol::ErrorCode, bool)>,
@@ -189,7 +184,7 @@ pub fn execute_on_worker(
 /// received it, holding only those keys' shards (see
 /// [`super::key_scope`]): abandoned if it is still running at `deadline`
 /// and has not written ([`Outcome::abandoned`]), or if it reaches outside
-/// those keys before writing ([`Outcome::left_scope`]).
+/// those keys before writing ([`Stopped::LeftScope`]).
 pub fn execute_keyed(
     server: &Server,
     stats: &WorkerStats,
@@ -209,13 +204,16 @@ enum Hold {
     DeclaredKeys,
 }
 
-/// How a run ended early.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Stopped {
+/// How a run on a worker ended early, before it wrote anything.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum Stopped {
+    #[default]
     No,
-    /// At its deadline on a worker, before writing.
+    /// At its deadline: it runs again on the script thread, and the script
+    /// is long from now on.
     AtDeadline,
-    /// Outside its declared keys in a keyed run, before writing.
+    /// Outside its declared keys in a keyed run: it runs again holding every
+    /// shard, and the script is not keyed from now on.
     LeftScope,
 }
 
@@ -317,10 +315,8 @@ fn run_held(
         let mut ctx =
             Ctx::new(server, &mut client, ReplyWriter::new(&mut scratch, ProtocolVersion::Resp2), stats, now_ms);
         let mut out = ReplyWriter::new(&mut outcome.reply, caller.protocol);
-        let stopped = run_lua(&mut ctx, request, &mut out, busy, &mut scope, deadline);
+        outcome.stopped = run_lua(&mut ctx, request, &mut out, Bounds { busy, scope: &mut scope, deadline });
         outcome.error = out.take_error();
-        outcome.abandoned = stopped == Stopped::AtDeadline;
-        outcome.left_scope = stopped == Stopped::LeftScope;
         let logged = ctx.client.txn_log.take().unwrap_or_default();
         match (parent_txn, wal) {
             (Some(parent), _) => parent.extend(logged),
@@ -340,31 +336,32 @@ fn run_held(
     drop(scope);
     if !stayed {
         request.speed.record_keys(false);
-    } else if !outcome.abandoned {
+    } else if outcome.stopped != Stopped::AtDeadline {
         request.speed.record_keys(true);
     }
-    if outcome.abandoned {
+    if outcome.stopped == Stopped::AtDeadline {
         request.speed.mark_long();
     }
-    if outcome.abandoned || outcome.left_scope {
+    if outcome.stopped != Stopped::No {
         outcome.reply.clear();
     }
     outcome
 }
 
+/// What bounds a run: the busy state its hook reads (SCRIPT KILL), the
+/// shards it may touch, and its deadline on a worker.
+struct Bounds<'r, 'k> {
+    busy: Arc<Busy>,
+    scope: &'r mut KeyScope<'k>,
+    deadline: Option<Instant>,
+}
+
 /// Compiles (or finds) the script and runs it, writing its reply to `out`;
 /// whether it was stopped early (see [`execute_on_worker`], [`execute_keyed`]).
-fn run_lua(
-    ctx: &mut Ctx<'_>,
-    request: &ScriptRequest,
-    out: &mut ReplyWriter<'_>,
-    busy: Arc<Busy>,
-    scope: &mut KeyScope<'_>,
-    deadline: Option<Instant>,
-) -> Stopped {
+fn run_lua(ctx: &mut Ctx<'_>, request: &ScriptRequest, out: &mut ReplyWriter<'_>, bounds: Bounds<'_, '_>) -> Stopped {
     let scripting = &ctx.server.scripting;
     let generation = scripting.cache.generation();
-    let result = with_env(generation, |env| call_script(env, ctx, request, out, busy, scope, deadline));
+    let result = with_env(generation, |env| call_script(env, ctx, request, out, bounds));
     super::lua_env::report_memory(&scripting.lua_memory);
     result.unwrap_or_else(|e| {
         out.error(&format!("ERR Error running script {}, {e}", request.sha));
@@ -377,10 +374,9 @@ fn call_script(
     ctx: &mut Ctx<'_>,
     request: &ScriptRequest,
     out: &mut ReplyWriter<'_>,
-    busy: Arc<Busy>,
-    scope: &mut KeyScope<'_>,
-    deadline: Option<Instant>,
+    bounds: Bounds<'_, '_>,
 ) -> Stopped {
+    let Bounds { busy, scope, deadline } = bounds;
     let function = match &request.function {
         None => env.function(&request.sha, &request.body),
         Some(target) => env.library_function(target.generation, &target.library, &target.key),
