@@ -460,9 +460,9 @@ fn execute_batch(
 /// place, and scripts run in order), unless the client is in a transaction
 /// or tracks keys (a CLIENT CACHING choice covers one script).
 fn runs_with_pending_scripts(ctx: &Ctx<'_>, args: &[&[u8]]) -> bool {
-    let Some(name) = args.first() else { return false };
-    let is_script = crate::commands::table::lookup(name).is_some_and(|i| crate::commands::table::spec(i).runs_script());
-    is_script && ctx.client.multi.is_none() && ctx.client.tracking.is_none()
+    args.first().is_some_and(|name| crate::commands::table::names_script(name))
+        && ctx.client.multi.is_none()
+        && ctx.client.tracking.is_none()
 }
 
 /// Puts each script's reply into `output` where its command's reply belongs

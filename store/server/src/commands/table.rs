@@ -79,6 +79,14 @@ impl CommandSpec {
         ((last - self.first_key) / self.step.max(1) + 1) as usize
     }
 
+    /// The positions of every key the command may touch, when the table
+    /// lists them all: None for a command without listed keys (FLUSHALL) or
+    /// whose keys move with its arguments (ZUNIONSTORE), which may touch any.
+    pub fn all_key_positions(&self, argc: usize) -> Option<Vec<usize>> {
+        let positions = self.key_positions(argc);
+        (!positions.is_empty() && self.flags & MOVABLE == 0).then_some(positions)
+    }
+
     pub fn key_positions(&self, argc: usize) -> Vec<usize> {
         if self.first_key <= 0 {
             return Vec::new();

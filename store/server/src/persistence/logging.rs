@@ -32,10 +32,9 @@ pub fn refused(e: &WalError) -> CmdError {
 /// The sorted shards a write command may touch: its keys' shards, or all of
 /// them when its keys are not all declared (FLUSHALL, ZUNIONSTORE, ...).
 pub fn shards_for(keyspace: &Keyspace, spec: &CommandSpec, args: &[&[u8]]) -> Vec<usize> {
-    let positions = spec.key_positions(args.len());
-    if positions.is_empty() || spec.flags & MOVABLE != 0 {
+    let Some(positions) = spec.all_key_positions(args.len()) else {
         return (0..keyspace.num_shards()).collect();
-    }
+    };
     let mut shards: Vec<usize> = positions.into_iter().map(|p| keyspace.shard_of(args[p])).collect();
     shards.sort_unstable();
     shards.dedup();

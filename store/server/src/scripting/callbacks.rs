@@ -200,13 +200,8 @@ fn call_command(st: &mut CallState<'_, '_, '_>, argv: &[Vec<u8>]) -> Result<Vec<
         if st.stopped == Stopped::No {
             st.ctx.stats.record_error(cairn_protocol::ErrorCode::of(message).as_str());
             if let Some(index) = index {
-                let slot = argv.get(1).map_or(0, |sub| table::subcommand_slot(index, sub));
-                let stat = if table::spec(index).flags & table::SUBCOMMANDS != 0 {
-                    table::stat_index(index, slot)
-                } else {
-                    index
-                };
-                st.ctx.stats.per_command[stat].rejected.add(1);
+                let args: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
+                st.ctx.stats.per_command[table::stat_of_request(index, &args)].rejected.add(1);
             }
         }
         message

@@ -33,7 +33,7 @@ use cairn_engine::Keyspace;
 use parking_lot::ReentrantMutexGuard;
 use smallvec::SmallVec;
 
-use crate::commands::table::{self, MOVABLE};
+use crate::commands::table;
 
 /// How long a keyed run that has written keeps trying for a shard outside
 /// its declared keys before the command fails.
@@ -62,14 +62,12 @@ pub fn needs(keyspace: &Keyspace, index: usize, args: &[&[u8]]) -> Needs {
         return Needs::Nothing;
     }
     // SORT_RO's BY and GET patterns name keys the table does not list.
-    if spec.flags & MOVABLE != 0 || spec.name == "sort_ro" {
-        return Needs::Everything;
+    match spec.all_key_positions(args.len()) {
+        Some(positions) if spec.name != "sort_ro" => {
+            Needs::Shards(positions.into_iter().map(|p| keyspace.shard_of(args[p])).collect())
+        }
+        _ => Needs::Everything,
     }
-    let positions = spec.key_positions(args.len());
-    if positions.is_empty() {
-        return Needs::Everything;
-    }
-    Needs::Shards(positions.into_iter().map(|p| keyspace.shard_of(args[p])).collect())
 }
 
 /// What a run may do with a command.

@@ -148,16 +148,11 @@ impl ScriptsHere for ScriptHold<'_> {
     }
 
     fn keep_for(&mut self, args: &[&[u8]]) -> bool {
-        if self.held.is_some() && !is_script_command(args) {
+        if self.held.is_some() && !args.first().is_some_and(|name| crate::commands::table::names_script(name)) {
             self.held = None;
         }
         self.held.is_some()
     }
-}
-
-fn is_script_command(args: &[&[u8]]) -> bool {
-    use crate::commands::table;
-    args.first().and_then(|name| table::lookup(name)).is_some_and(|i| table::spec(i).runs_script())
 }
 
 /// Runs the script here if it is known to be short, the command runs in a
