@@ -20,6 +20,14 @@ pub(crate) struct Registration<'a> {
     id: u64,
 }
 
+impl<'a> Registration<'a> {
+    /// Takes over the registration of a client that moved here from
+    /// another worker (its first worker forgot its guard).
+    pub(crate) fn adopt(server: &'a Server, id: u64) -> Registration<'a> {
+        Registration { server, id }
+    }
+}
+
 impl Drop for Registration<'_> {
     fn drop(&mut self) {
         self.server.clients.unregister(self.id);

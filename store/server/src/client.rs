@@ -39,7 +39,9 @@ pub struct ClientHandle {
     pub local_addr: SocketAddr,
     pub fd: i32,
     pub created_ms: u64,
-    pub worker: usize,
+    /// The worker serving the connection (it changes when the connection
+    /// moves, see [`crate::rebalance`]).
+    pub worker: AtomicUsize,
     pub name: Mutex<Option<Vec<u8>>>,
     pub lib_name: Mutex<Option<Vec<u8>>>,
     pub lib_version: Mutex<Option<Vec<u8>>>,
@@ -79,7 +81,7 @@ impl ClientHandle {
             local_addr,
             fd,
             created_ms: now_ms,
-            worker,
+            worker: AtomicUsize::new(worker),
             name: Mutex::new(None),
             lib_name: Mutex::new(None),
             lib_version: Mutex::new(None),

@@ -42,6 +42,10 @@ pub struct Args {
     /// CPUs to pin one worker each to, e.g. `0-3,6` (default: the process's affinity mask).
     #[arg(long, env = "CAIRN_CPUS")]
     pub cpus: Option<String>,
+    /// Move connections between workers as the load needs: a light load on
+    /// one worker, a heavy one spread (default on; see docs/ARCHITECTURE.md).
+    #[arg(long, env = "CAIRN_REBALANCE", value_parser = parse_on_off)]
+    pub rebalance: Option<bool>,
     /// Data directory.
     #[arg(long, env = "CAIRN_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
@@ -132,6 +136,15 @@ impl NativePort {
     }
 }
 
+/// Parses an on/off flag value: `on`/`off`, `yes`/`no`, `true`/`false`, `1`/`0`.
+pub fn parse_on_off(text: &str) -> Result<bool, String> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "on" | "yes" | "true" | "1" => Ok(true),
+        "off" | "no" | "false" | "0" => Ok(false),
+        other => Err(format!("`{other}` is not on or off")),
+    }
+}
+
 /// Parses `--native-port`: a port number, or `off` / `-1` / `disabled`.
 pub fn parse_native_port(text: &str) -> Result<NativePort, String> {
     match text.trim() {
@@ -203,6 +216,8 @@ pub struct Config {
     pub snapshot_wal_bytes: u64,
     pub snapshot_interval_secs: u64,
     pub unsafe_skip_fsync: bool,
+    /// Whether connections move between workers ([`crate::rebalance`]).
+    pub rebalance: bool,
     /// HTTP admin port (0: ephemeral).
     pub admin_port: u16,
     /// Address of the admin listener.
@@ -237,6 +252,7 @@ impl Default for Config {
             snapshot_wal_bytes: 256 << 20,
             snapshot_interval_secs: 3600,
             unsafe_skip_fsync: false,
+            rebalance: true,
             admin_port: 8379,
             admin_bind: "127.0.0.1".to_string(),
             admin_token: None,
@@ -340,6 +356,7 @@ impl Config {
                 .or(file.snapshot_interval)
                 .unwrap_or(d.snapshot_interval_secs),
             unsafe_skip_fsync: args.unsafe_skip_fsync.or(file.unsafe_skip_fsync).unwrap_or(false),
+            rebalance: args.rebalance.or(file.rebalance).unwrap_or(d.rebalance),
             port: args.port.or(file.port).unwrap_or(d.port),
             native_port: match args.native_port.or(file.native_port) {
                 Some(given) => given.port(),

@@ -12,11 +12,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::futures::Notified;
 
-use crate::admission::{admit, release};
+use crate::admission::{admit, release, Registration};
 use crate::blocking::{BlockState, Waiter};
 use crate::client::Client;
 use crate::commands::timing::CommandClock;
 use crate::commands::{dispatch, Ctx};
+use crate::rebalance::Moving;
 use crate::scripting::gate::Gate;
 use crate::scripting::on_worker::ScriptHold;
 use crate::server::Server;
@@ -29,7 +30,8 @@ const MAX_SCRIPTS_PER_TRIP: usize = 64;
 /// Buffers above this size are shrunk back when idle.
 const SHRINK_ABOVE: usize = 1024 * 1024;
 
-/// Serves one connection until it closes, is killed, or the server stops.
+/// Serves one connection until it closes, is killed, moves to another
+/// worker, or the server stops.
 pub async fn serve(
     server: Arc<Server>,
     mut stream: TcpStream,
@@ -38,13 +40,72 @@ pub async fn serve(
     stats: Arc<WorkerStats>,
 ) {
     let refuse = |out: &mut Vec<u8>| out.extend_from_slice(b"-ERR max number of clients reached\r\n");
-    let Some((mut client, _registration)) = admit(&server, &mut stream, peer, worker, &stats, refuse).await else {
+    let Some((client, registration)) = admit(&server, &mut stream, peer, worker, &stats, refuse).await else {
         return;
     };
-    if let Err(e) = connection_loop(&server, &mut stream, &mut client, &stats).await {
-        tracing::debug!(client = client.id(), error = %e, "connection closed with an error");
+    carry_on(&server, stream, client, registration, Vec::new(), worker, &stats).await;
+}
+
+/// Carries on with a connection another worker handed to this one
+/// ([`crate::rebalance`]).
+pub async fn resume(server: Arc<Server>, moving: Moving, worker: usize, stats: Arc<WorkerStats>) {
+    let Moving { stream, client, input } = moving;
+    let mut client = *client;
+    let registration = Registration::adopt(&server, client.id());
+    client.handle.worker.store(worker, Ordering::Relaxed);
+    match TcpStream::from_std(stream) {
+        Ok(stream) => carry_on(&server, stream, client, registration, input, worker, &stats).await,
+        Err(e) => {
+            tracing::debug!(client = client.id(), error = %e, "a moved connection could not join this worker");
+            release(&server, &mut client);
+        }
     }
-    release(&server, &mut client);
+}
+
+/// Runs the connection here until it ends, then forgets it, or hands it to
+/// the worker it moves to.
+async fn carry_on(
+    server: &Arc<Server>,
+    mut stream: TcpStream,
+    mut client: Client,
+    registration: Registration<'_>,
+    input: Vec<u8>,
+    worker: usize,
+    stats: &Arc<WorkerStats>,
+) {
+    server.rebalance.connection_started(worker);
+    let ended = connection_loop(server, &mut stream, &mut client, stats, input, worker).await;
+    server.rebalance.connection_ended(worker);
+    match ended {
+        Ok(End::Closed) => {}
+        Ok(End::MoveTo(to, input)) => match stream.into_std() {
+            Ok(stream) => match server.rebalance.send(to, Moving { stream, client: Box::new(client), input }) {
+                Ok(()) => {
+                    // The client stays registered: the other worker adopts it.
+                    std::mem::forget(registration);
+                    return;
+                }
+                Err(back) => client = *back.client,
+            },
+            Err(e) => tracing::debug!(client = client.id(), error = %e, "a connection could not leave its worker"),
+        },
+        Err(e) => tracing::debug!(client = client.id(), error = %e, "connection closed with an error"),
+    }
+    release(server, &mut client);
+}
+
+/// How a connection loop ended.
+enum End {
+    Closed,
+    /// Idle, and ordered to move to this worker (with what it had read).
+    MoveTo(usize, Vec<u8>),
+}
+
+/// Whether nothing ties the client to this worker's thread between two
+/// batches: no subscriptions or MONITOR feed (delivered through this
+/// worker's wake-ups), no client-side caching, no script thread.
+fn may_move(client: &Client) -> bool {
+    client.pubsub.is_none() && client.monitor.is_none() && client.tracking.is_none() && !client.off_worker
 }
 
 /// Why a connection loop ended early.
@@ -61,8 +122,9 @@ async fn connection_loop(
     stream: &mut TcpStream,
     client: &mut Client,
     stats: &Arc<WorkerStats>,
-) -> Result<(), ConnectionEnd> {
-    let mut input: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    mut input: Vec<u8>,
+    worker: usize,
+) -> Result<End, ConnectionEnd> {
     let mut output: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut argv = Argv::default();
     // Registered once: polling it again costs no new registration. Server
@@ -78,6 +140,11 @@ async fn connection_loop(
             input.reserve(READ_CHUNK.max(input.len()));
         }
         if !std::mem::take(&mut unblocked) {
+            if input.is_empty() && may_move(client) {
+                if let Some(to) = server.rebalance.claim_move(worker) {
+                    return Ok(End::MoveTo(to, input));
+                }
+            }
             let subscribed = client.pubsub.is_some() || client.monitor.is_some();
             let wake = tokio::select! {
                 biased;
@@ -86,17 +153,17 @@ async fn connection_loop(
                 read = read_with_timeout(server, stream, &mut input, !subscribed) => Wake::Read(read?),
             };
             match wake {
-                Wake::Read(0) => return Ok(()),
+                Wake::Read(0) => return Ok(End::Closed),
                 Wake::Read(n) => stats.net_input_bytes.add(n as u64),
                 Wake::Signal | Wake::Messages => {
                     if matches!(wake, Wake::Signal) {
                         if handle.is_killed() {
-                            return Ok(());
+                            return Ok(End::Closed);
                         }
                         signal.set(handle.signalled());
                     }
                     if !write_messages(server, stream, client, stats, &mut output, &handle, signal.as_mut()).await? {
-                        return Ok(());
+                        return Ok(End::Closed);
                     }
                     continue;
                 }
@@ -112,7 +179,7 @@ async fn connection_loop(
             let outcomes = crate::scripting::offload::run_elsewhere(server, stats, client, scripts).await;
             crate::tracking::hooks::after_script(client);
             if outcomes.iter().any(|(_, outcome)| outcome.log_failed) {
-                return Ok(());
+                return Ok(End::Closed);
             }
             for (_, outcome) in &outcomes {
                 client.last_lsn = client.last_lsn.max(outcome.last_lsn);
@@ -122,7 +189,7 @@ async fn connection_loop(
             continue;
         }
         if !await_durable(server, client.last_lsn).await {
-            return Ok(());
+            return Ok(End::Closed);
         }
         // Messages delivered while the batch ran follow its replies.
         take_messages(server, client, &mut output);
@@ -134,10 +201,10 @@ async fn connection_loop(
         if std::mem::take(&mut client.pending_exec) {
             let Ok(reply) = crate::scripting::offload::with_client_elsewhere(server, stats, client, exec_here).await
             else {
-                return Ok(());
+                return Ok(End::Closed);
             };
             if !await_durable(server, client.last_lsn).await {
-                return Ok(());
+                return Ok(End::Closed);
             }
             stream.write_all(&reply).await?;
             stats.net_output_bytes.add(reply.len() as u64);
@@ -165,10 +232,10 @@ async fn connection_loop(
             let Some((reply, lsn)) =
                 wait_unblocked(server, stream, signal.as_mut(), &handle, &waiter, &mut input).await?
             else {
-                return Ok(());
+                return Ok(End::Closed);
             };
             if !await_durable(server, lsn).await {
-                return Ok(());
+                return Ok(End::Closed);
             }
             stream.write_all(&reply).await?;
             stats.net_output_bytes.add(reply.len() as u64);
@@ -176,7 +243,7 @@ async fn connection_loop(
             continue;
         }
         if client.close_after_reply {
-            return Ok(());
+            return Ok(End::Closed);
         }
         let limit = server.runtime.client_query_buffer_limit.load(Ordering::Relaxed);
         if input.len() > limit {

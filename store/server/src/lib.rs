@@ -6,6 +6,7 @@
 //! - [`config`]: flags, `CAIRN_*` environment variables and the TOML file,
 //!   resolved into [`Config`]; [`config_params`]: what CONFIG GET/SET see.
 //! - [`cpus`]: CPU lists and the affinity mask (one worker per allowed CPU);
+//!   [`rebalance`]: moving connections between workers as the load needs;
 //!   [`cpu_quota`]: the cgroup's CPU limit (spinning is off under one).
 //! - [`listener`]: SO_REUSEPORT listeners, one per worker.
 //! - [`worker`]: a pinned thread with a single-threaded tokio event loop that
@@ -81,6 +82,7 @@ pub mod notify;
 pub mod pause;
 pub mod persistence;
 pub mod pubsub;
+pub mod rebalance;
 pub mod redact;
 pub mod scripting;
 pub mod server;

@@ -36,6 +36,8 @@ pub struct Server {
     /// The background freer of big values.
     pub lazyfree: crate::lazyfree::LazyFree,
     pub workers: Vec<Arc<WorkerStats>>,
+    /// Connections moving between workers ([`crate::rebalance`]).
+    pub rebalance: crate::rebalance::Rebalance,
     pub shutdown: Shutdown,
     pub started: Instant,
     pub started_ms: u64,
@@ -112,6 +114,7 @@ impl Server {
             pause,
             lazyfree: crate::lazyfree::LazyFree::default(),
             workers: (0..num_workers).map(|_| Arc::new(WorkerStats::new(num_commands))).collect(),
+            rebalance: crate::rebalance::Rebalance::new(num_workers, config.rebalance),
             shutdown,
             started: Instant::now(),
             started_ms,

@@ -44,14 +44,23 @@ pub fn spawn(
         let spinner = poller.clone();
         let parking = server.persistence.worker_activity.clone();
         let waking = parking.clone();
+        let parked_at = Arc::new(ParkClock::default());
+        let unparked_at = parked_at.clone();
+        let waking_server = server.clone();
         let built = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .thread_stack_size(crate::scripting::SCRIPT_THREAD_STACK_BYTES)
             .on_thread_park(move || {
                 parking.leave();
+                parked_at.start();
                 spinner.spin();
             })
-            .on_thread_unpark(move || waking.enter())
+            .on_thread_unpark(move || {
+                waking.enter();
+                if let Some(parked) = unparked_at.stop() {
+                    waking_server.rebalance.add_parked(index, parked);
+                }
+            })
             .build();
         let runtime = match built {
             Ok(rt) => rt,
@@ -80,9 +89,13 @@ async fn run(server: Arc<Server>, index: usize, listeners: Listeners, poller: Bu
     poller.attach(listener.as_raw_fd());
     tokio::task::spawn_local(housekeeping(server.clone(), index));
     let stats = server.workers[index].clone();
+    let mut arrivals = server.rebalance.take_inbox(index);
     loop {
         tokio::select! {
             _ = server.shutdown.wait() => break,
+            Some(moving) = arrive(arrivals.as_mut()) => {
+                tokio::task::spawn_local(crate::connection::resume(server.clone(), moving, index, stats.clone()));
+            }
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
                     tokio::task::spawn_local(crate::connection::serve(server.clone(), stream, peer, index, stats.clone()));
@@ -105,6 +118,34 @@ async fn run(server: Arc<Server>, index: usize, listeners: Listeners, poller: Bu
     }
 }
 
+/// The next connection moving here from another worker; `None` once the
+/// channel closed (never resolves without a channel).
+async fn arrive(
+    arrivals: Option<&mut tokio::sync::mpsc::UnboundedReceiver<crate::rebalance::Moving>>,
+) -> Option<crate::rebalance::Moving> {
+    match arrivals {
+        Some(inbox) => inbox.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// When the event loop parked (spinning before the park counts as parked:
+/// it is time the loop had nothing to do).
+#[derive(Debug, Default)]
+struct ParkClock {
+    since: parking_lot::Mutex<Option<std::time::Instant>>,
+}
+
+impl ParkClock {
+    fn start(&self) {
+        *self.since.lock() = Some(std::time::Instant::now());
+    }
+
+    fn stop(&self) -> Option<Duration> {
+        self.since.lock().take().map(|since| since.elapsed())
+    }
+}
+
 /// Accepts on the native listener; never resolves when there is none.
 async fn accept_native(
     listener: Option<&TcpListener>,
@@ -120,6 +161,7 @@ async fn accept_native(
 async fn housekeeping(server: Arc<Server>, index: usize) {
     let workers = server.workers.len();
     let mut tick = tokio::time::interval(crate::expiry::EXPIRE_PERIOD);
+    let mut planner = crate::rebalance::Planner::default();
     loop {
         tokio::select! {
             _ = server.shutdown.wait() => return,
@@ -131,6 +173,7 @@ async fn housekeeping(server: Arc<Server>, index: usize) {
         crate::expiry::expire_pass(&server, index, workers);
         if index == 0 {
             server.sample_ops();
+            planner.tick(&server.rebalance);
         }
     }
 }

@@ -274,6 +274,7 @@ fn stats_section(server: &Server, t: &Totals, out: &mut String) -> &'static str 
     field!(out, "cairn_scripts_abandoned_on_worker", scripts.abandoned_on_worker.load(Ordering::Relaxed));
     field!(out, "cairn_scripts_keyed_on_worker", scripts.keyed_on_worker.load(Ordering::Relaxed));
     field!(out, "cairn_scripts_left_keys_on_worker", scripts.left_keys_on_worker.load(Ordering::Relaxed));
+    field!(out, "cairn_connections_moved", server.rebalance.moved.load(Ordering::Relaxed));
     "Stats"
 }
 

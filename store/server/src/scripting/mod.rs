@@ -119,7 +119,11 @@ impl Scripting {
     /// The client's worker starts a batch of commands (nothing is marked when
     /// the client runs off its worker, see [`offload`]).
     pub fn enter_batch(&self, client: &Client) -> quiesce::Executing<'_> {
-        self.quiesce.enter(if client.off_worker { usize::MAX } else { client.handle.worker })
+        self.quiesce.enter(if client.off_worker {
+            usize::MAX
+        } else {
+            client.handle.worker.load(std::sync::atomic::Ordering::Relaxed)
+        })
     }
 
     /// Whether a script is announced or running (checked before each command).

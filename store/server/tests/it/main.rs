@@ -31,6 +31,7 @@ mod monitor;
 mod notifications;
 mod pause;
 mod pubsub;
+mod rebalance;
 mod resp;
 mod scripting;
 mod scripting_keyed;
