@@ -15,8 +15,9 @@
 //! a park counts as idle) and how much CPU time the allowed CPUs left idle:
 //!
 //! - **consolidate**: when all workers together were busy less than
-//!   [`LIGHT_PERMILLE`] of one CPU for [`SETTLE_TICKS`] ticks, every other
-//!   worker hands its connections to worker 0;
+//!   [`LIGHT_PERMILLE`] of one CPU for [`SETTLE_TICKS`] ticks (or less than
+//!   [`CONTENDED_LIGHT_PERMILLE`] while other processes keep the allowed
+//!   CPUs busy), every other worker hands its connections to worker 0;
 //! - **spread**: when a worker was busy more than [`HEAVY_PERMILLE`] for
 //!   [`SETTLE_TICKS`] ticks while the allowed CPUs had at least
 //!   [`SPARE_PERMILLE`] of a CPU idle, it hands half its connections to the
@@ -39,6 +40,13 @@ use crate::client::Client;
 
 /// All workers together busier than this (per mille of one CPU) is not light.
 pub const LIGHT_PERMILLE: u32 = 800;
+/// With the allowed CPUs taken (less than [`CONTENDED_SPARE_PERMILLE`]
+/// idle) and other processes using at least [`OTHERS_PERMILLE`] of them,
+/// workers together busier than this are still gathered: spread, they only
+/// compete with those processes for the CPUs.
+pub const CONTENDED_LIGHT_PERMILLE: u32 = 1300;
+pub const CONTENDED_SPARE_PERMILLE: u32 = 150;
+pub const OTHERS_PERMILLE: u32 = 300;
 /// A worker busier than this (per mille of its tick) may shed connections.
 pub const HEAVY_PERMILLE: u32 = 850;
 /// Idle CPU time the allowed CPUs must have for spreading to help.
@@ -157,6 +165,14 @@ impl Rebalance {
         share.move_to.store(order.to, Ordering::Release);
     }
 
+    /// Forgets the moves still ordered (a new decision replaces them).
+    fn cancel_orders(&self) {
+        for share in &self.shares {
+            share.move_to.store(NOWHERE, Ordering::Relaxed);
+            share.to_move.store(0, Ordering::Relaxed);
+        }
+    }
+
     fn snapshot(&self) -> (Vec<u64>, Vec<usize>) {
         let parked = self.shares.iter().map(|s| s.parked_ns.load(Ordering::Relaxed)).collect();
         let connections = self.shares.iter().map(|s| s.connections.load(Ordering::Relaxed)).collect();
@@ -180,6 +196,22 @@ pub struct Sample {
     pub connections: Vec<usize>,
     /// Idle time of the allowed CPUs over the tick, per mille of one CPU.
     pub spare: u32,
+    /// The allowed CPUs' time over the tick, per mille of one CPU (1000
+    /// per CPU).
+    pub capacity: u32,
+}
+
+impl Sample {
+    /// Whether the workers' load, gathered on one worker, would leave CPU
+    /// to spare for the rest of the machine.
+    fn light(&self) -> bool {
+        let total: u32 = self.busy.iter().sum();
+        if total < LIGHT_PERMILLE {
+            return true;
+        }
+        let others = self.capacity.saturating_sub(self.spare).saturating_sub(total);
+        total < CONTENDED_LIGHT_PERMILLE && self.spare < CONTENDED_SPARE_PERMILLE && others >= OTHERS_PERMILLE
+    }
 }
 
 /// The decision, tick by tick: how long each condition has held.
@@ -210,7 +242,12 @@ impl Planner {
             .map(|(p, q)| 1000u32.saturating_sub((p.saturating_sub(*q) * 1000 / wall_ns).min(1000) as u32))
             .collect();
         let spare = cpus.spare_permille(&cpus_then);
-        for order in self.decide(&Sample { busy, connections, spare }) {
+        let capacity = (cpus.cpus as u32).saturating_mul(1000);
+        let orders = self.decide(&Sample { busy, connections, spare, capacity });
+        if !orders.is_empty() {
+            rebalance.cancel_orders();
+        }
+        for order in orders {
             tracing::debug!(?order, "moving connections between workers");
             rebalance.order(order);
         }
@@ -223,8 +260,7 @@ impl Planner {
         if workers < 2 {
             return Vec::new();
         }
-        let total: u32 = sample.busy.iter().sum();
-        self.light_ticks = if total < LIGHT_PERMILLE { self.light_ticks + 1 } else { 0 };
+        self.light_ticks = if sample.light() { self.light_ticks + 1 } else { 0 };
         for (ticks, busy) in self.heavy_ticks.iter_mut().zip(&sample.busy) {
             *ticks = if *busy > HEAVY_PERMILLE { *ticks + 1 } else { 0 };
         }
@@ -312,7 +348,31 @@ mod tests {
     use super::*;
 
     fn sample(busy: &[u32], connections: &[usize], spare: u32) -> Sample {
-        Sample { busy: busy.to_vec(), connections: connections.to_vec(), spare }
+        Sample { busy: busy.to_vec(), connections: connections.to_vec(), spare, capacity: 2000 }
+    }
+
+    #[test]
+    fn a_busier_load_gathers_too_when_other_processes_take_the_cpus() {
+        // Two workers 60% busy, a client on the same machine using the
+        // rest: spread, they only compete with it.
+        let mut planner = Planner::default();
+        let contended = sample(&[600, 600], &[8, 8], 50);
+        for _ in 1..SETTLE_TICKS {
+            assert!(planner.decide(&contended).is_empty());
+        }
+        assert_eq!(planner.decide(&contended), vec![Order { from: 1, to: 0, count: 8 }]);
+        // The same load with the CPUs to itself stays spread.
+        let mut planner = Planner::default();
+        let alone = sample(&[600, 600], &[8, 8], 700);
+        for _ in 0..SETTLE_TICKS * 2 {
+            assert!(planner.decide(&alone).is_empty());
+        }
+        // And a load that would not fit one worker stays spread whatever.
+        let mut planner = Planner::default();
+        let heavy = sample(&[900, 900], &[8, 8], 0);
+        for _ in 0..SETTLE_TICKS * 2 {
+            assert!(planner.decide(&heavy).is_empty());
+        }
     }
 
     #[test]
@@ -373,6 +433,9 @@ mod tests {
         assert_eq!(rebalance.claim_move(1), Some(0));
         assert_eq!(rebalance.claim_move(1), None);
         assert_eq!(rebalance.claim_move(0), None);
+        rebalance.order(Order { from: 1, to: 0, count: 5 });
+        rebalance.cancel_orders();
+        assert_eq!(rebalance.claim_move(1), None, "a new decision cancels what is left of the old");
         let off = Rebalance::new(2, false);
         off.order(Order { from: 1, to: 0, count: 2 });
         assert_eq!(off.claim_move(1), None, "--rebalance off");
