@@ -103,6 +103,11 @@ impl Rebalance {
         }
     }
 
+    /// Whether connections may move (`--rebalance on` and two workers or more).
+    pub fn is_enabled(&self) -> bool {
+        self.enabled
+    }
+
     /// The channel connections moving to `worker` arrive on (taken once).
     pub fn take_inbox(&self, worker: usize) -> Option<UnboundedReceiver<Moving>> {
         self.receivers.lock().get_mut(worker).and_then(Option::take)

@@ -44,7 +44,8 @@ pub fn spawn(
         let spinner = poller.clone();
         let parking = server.persistence.worker_activity.clone();
         let waking = parking.clone();
-        let parked_at = Arc::new(ParkClock::default());
+        // Parked time only matters to the rebalancer (off with one worker).
+        let parked_at = Arc::new(ParkClock { on: server.rebalance.is_enabled(), ..ParkClock::default() });
         let unparked_at = parked_at.clone();
         let waking_server = server.clone();
         let built = tokio::runtime::Builder::new_current_thread()
@@ -133,12 +134,15 @@ async fn arrive(
 /// it is time the loop had nothing to do).
 #[derive(Debug, Default)]
 struct ParkClock {
+    on: bool,
     since: parking_lot::Mutex<Option<std::time::Instant>>,
 }
 
 impl ParkClock {
     fn start(&self) {
-        *self.since.lock() = Some(std::time::Instant::now());
+        if self.on {
+            *self.since.lock() = Some(std::time::Instant::now());
+        }
     }
 
     fn stop(&self) -> Option<Duration> {
