@@ -45,7 +45,10 @@ pub const LIGHT_PERMILLE: u32 = 800;
 /// workers together busier than this are still gathered: spread, they only
 /// compete with those processes for the CPUs.
 pub const CONTENDED_LIGHT_PERMILLE: u32 = 1300;
+/// Less idle time than this (per mille of one CPU): the allowed CPUs are taken.
 pub const CONTENDED_SPARE_PERMILLE: u32 = 150;
+/// CPU time of other processes (per mille of one CPU) that makes them a
+/// reason to gather.
 pub const OTHERS_PERMILLE: u32 = 300;
 /// A worker busier than this (per mille of its tick) may shed connections.
 pub const HEAVY_PERMILLE: u32 = 850;
@@ -61,7 +64,8 @@ const NOWHERE: usize = usize::MAX;
 pub struct Moving {
     pub stream: std::net::TcpStream,
     pub client: Box<Client>,
-    /// Bytes read but not yet executed (none today; kept for clarity).
+    /// The connection's read buffer: empty, since a connection moves only
+    /// with nothing unread, but it keeps its capacity.
     pub input: Vec<u8>,
 }
 
@@ -207,8 +211,9 @@ pub struct Sample {
 }
 
 impl Sample {
-    /// Whether the workers' load, gathered on one worker, would leave CPU
-    /// to spare for the rest of the machine.
+    /// Whether the workers' load should gather on one worker: it fits
+    /// there easily, or, spread, it only competes with other processes for
+    /// CPUs they keep busy.
     fn light(&self) -> bool {
         let total: u32 = self.busy.iter().sum();
         if total < LIGHT_PERMILLE {
