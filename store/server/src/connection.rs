@@ -43,18 +43,18 @@ pub async fn serve(
     let Some((client, registration)) = admit(&server, &mut stream, peer, worker, &stats, refuse).await else {
         return;
     };
-    carry_on(&server, stream, client, registration, Vec::new(), worker, &stats).await;
+    carry_on(&server, stream, client, registration, worker, &stats).await;
 }
 
 /// Carries on with a connection another worker handed to this one
 /// ([`crate::rebalance`]).
 pub async fn resume(server: Arc<Server>, moving: Moving, worker: usize, stats: Arc<WorkerStats>) {
-    let Moving { stream, client, input } = moving;
+    let Moving { stream, client } = moving;
     let mut client = *client;
     let registration = Registration::adopt(&server, client.id());
     client.handle.worker.store(worker, Ordering::Relaxed);
     match TcpStream::from_std(stream) {
-        Ok(stream) => carry_on(&server, stream, client, registration, input, worker, &stats).await,
+        Ok(stream) => carry_on(&server, stream, client, registration, worker, &stats).await,
         Err(e) => {
             tracing::debug!(client = client.id(), error = %e, "a moved connection could not join this worker");
             release(&server, &mut client);
@@ -69,17 +69,16 @@ async fn carry_on(
     mut stream: TcpStream,
     mut client: Client,
     registration: Registration<'_>,
-    input: Vec<u8>,
     worker: usize,
     stats: &Arc<WorkerStats>,
 ) {
     server.rebalance.connection_started(worker);
-    let ended = connection_loop(server, &mut stream, &mut client, stats, input, worker).await;
+    let ended = connection_loop(server, &mut stream, &mut client, stats, worker).await;
     server.rebalance.connection_ended(worker);
     match ended {
         Ok(End::Closed) => {}
-        Ok(End::MoveTo(to, input)) => match stream.into_std() {
-            Ok(stream) => match server.rebalance.send(to, Moving { stream, client: Box::new(client), input }) {
+        Ok(End::MoveTo(to)) => match stream.into_std() {
+            Ok(stream) => match server.rebalance.send(to, Moving { stream, client: Box::new(client) }) {
                 Ok(()) => {
                     // The client stays registered: the other worker adopts it.
                     std::mem::forget(registration);
@@ -97,8 +96,8 @@ async fn carry_on(
 /// How a connection loop ended.
 enum End {
     Closed,
-    /// Idle, and ordered to move to this worker (with what it had read).
-    MoveTo(usize, Vec<u8>),
+    /// Idle (nothing unread), and ordered to move to this worker.
+    MoveTo(usize),
 }
 
 /// Whether nothing ties the client to this worker's thread between two
@@ -122,9 +121,9 @@ async fn connection_loop(
     stream: &mut TcpStream,
     client: &mut Client,
     stats: &Arc<WorkerStats>,
-    mut input: Vec<u8>,
     worker: usize,
 ) -> Result<End, ConnectionEnd> {
+    let mut input: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut output: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut argv = Argv::default();
     // Registered once: polling it again costs no new registration. Server
@@ -142,7 +141,7 @@ async fn connection_loop(
         if !std::mem::take(&mut unblocked) {
             if input.is_empty() && may_move(client) {
                 if let Some(to) = server.rebalance.claim_move(worker) {
-                    return Ok(End::MoveTo(to, input));
+                    return Ok(End::MoveTo(to));
                 }
             }
             let subscribed = client.pubsub.is_some() || client.monitor.is_some();

@@ -64,9 +64,6 @@ const NOWHERE: usize = usize::MAX;
 pub struct Moving {
     pub stream: std::net::TcpStream,
     pub client: Box<Client>,
-    /// The connection's read buffer: empty, since a connection moves only
-    /// with nothing unread, but it keeps its capacity.
-    pub input: Vec<u8>,
 }
 
 /// One worker's share: its parked time, its connections, and the order to
@@ -230,6 +227,8 @@ pub struct Planner {
     light_ticks: u32,
     heavy_ticks: Vec<u32>,
     last: Option<(Instant, Vec<u64>, CpuTimes)>,
+    /// The CPUs this process may run on, read at the first tick.
+    allowed: Option<Vec<usize>>,
 }
 
 impl Planner {
@@ -241,7 +240,8 @@ impl Planner {
         }
         let now = Instant::now();
         let (parked, connections) = rebalance.snapshot();
-        let cpus = CpuTimes::read();
+        let allowed = self.allowed.get_or_insert_with(crate::cpus::allowed_cpus);
+        let cpus = CpuTimes::read(allowed);
         let Some((then, parked_then, cpus_then)) = self.last.replace((now, parked.clone(), cpus.clone())) else {
             return;
         };
@@ -317,8 +317,7 @@ struct CpuTimes {
 }
 
 impl CpuTimes {
-    fn read() -> CpuTimes {
-        let allowed = crate::cpus::allowed_cpus();
+    fn read(allowed: &[usize]) -> CpuTimes {
         let Ok(text) = std::fs::read_to_string("/proc/stat") else {
             return CpuTimes::default();
         };
@@ -453,7 +452,7 @@ mod tests {
 
     #[test]
     fn cpu_times_read_the_allowed_cpus() {
-        let times = CpuTimes::read();
+        let times = CpuTimes::read(&crate::cpus::allowed_cpus());
         assert!(times.cpus >= 1 && times.total > 0, "{times:?}");
     }
 }
