@@ -389,3 +389,68 @@ async fn disabled_native_port() {
     let server = Server::start(|c| c.native_port = None);
     assert_eq!(server.running().native_addr, None);
 }
+
+/// The number after `field:` in an INFO reply (a RESP3 bulk string).
+fn info_field(info: &[u8], field: &str) -> u64 {
+    let text = String::from_utf8_lossy(info);
+    let prefix = format!("{field}:");
+    text.lines()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in INFO:\n{text}"))
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn native_connections_gather_on_one_worker_and_keep_their_state() {
+    let server = Server::start(|c| {
+        c.threads = Some(2);
+        c.cpus = None;
+        c.rebalance = true;
+    });
+    let mut conns = Vec::new();
+    for i in 0..16 {
+        let conn = server.connect().await;
+        assert_eq!(conn.command(&["CLIENT", "SETNAME", &format!("n{i}")]).await.unwrap(), b"+OK\r\n");
+        conns.push(conn);
+    }
+    // A transaction open across the move.
+    assert_eq!(conns[3].command(&["MULTI"]).await.unwrap(), b"+OK\r\n");
+    assert_eq!(conns[3].command(&["INCR", "in-multi"]).await.unwrap(), b"+QUEUED\r\n");
+    // A light load (every reply checked) until connections have moved, at most 10 s.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let mut moved = 0;
+    let mut round = 0u64;
+    while moved == 0 && std::time::Instant::now() < deadline {
+        for (i, conn) in conns.iter().enumerate().filter(|(i, _)| *i != 3) {
+            let key = format!("k{i}");
+            conn.set(&key, round.to_string()).await.unwrap();
+            assert_eq!(conn.get(&key).await.unwrap(), Some(round.to_string().into_bytes()));
+        }
+        round += 1;
+        if round % 10 == 0 {
+            moved = info_field(&conns[0].command(&["INFO", "stats"]).await.unwrap(), "cairn_connections_moved");
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(moved > 0, "a light load of native connections on two workers gathers them on one");
+    // Everything still answers, and the moved connections kept their state.
+    assert_eq!(conns[3].command(&["INCR", "in-multi"]).await.unwrap(), b"+QUEUED\r\n");
+    assert_eq!(conns[3].command(&["EXEC"]).await.unwrap(), b"*2\r\n:1\r\n:2\r\n");
+    for (i, conn) in conns.iter().enumerate() {
+        let name = format!("n{i}");
+        assert_eq!(
+            conn.command(&["CLIENT", "GETNAME"]).await.unwrap(),
+            format!("${}\r\n{name}\r\n", name.len()).into_bytes()
+        );
+        assert_eq!(conn.incr_by("counter", 1).await.unwrap(), i as i64 + 1);
+    }
+    let list = String::from_utf8(conns[0].command(&["CLIENT", "LIST"]).await.unwrap()).unwrap();
+    for i in 0..16 {
+        assert!(list.contains(&format!("name=n{i} ")), "n{i} still listed after moving:\n{list}");
+    }
+    // CLIENT KILL reaches a connection wherever it moved.
+    let killed = conns[0].command(&["CLIENT", "KILL", "SKIPME", "yes", "USER", "default"]).await.unwrap();
+    assert_eq!(killed, b":15\r\n");
+    let after = conns[5].get("k5").await;
+    assert!(after.is_err(), "a killed connection answers no more: {after:?}");
+}

@@ -17,7 +17,7 @@ use crate::blocking::{BlockState, Waiter};
 use crate::client::Client;
 use crate::commands::timing::CommandClock;
 use crate::commands::{dispatch, Ctx};
-use crate::rebalance::Moving;
+use crate::rebalance::{Carried, Moving};
 use crate::scripting::gate::Gate;
 use crate::scripting::on_worker::ScriptHold;
 use crate::server::Server;
@@ -49,15 +49,62 @@ pub async fn serve(
 /// Carries on with a connection another worker handed to this one
 /// ([`crate::rebalance`]).
 pub async fn resume(server: Arc<Server>, moving: Moving, worker: usize, stats: Arc<WorkerStats>) {
-    let Moving { stream, client } = moving;
-    let mut client = *client;
-    let registration = Registration::adopt(&server, client.id());
+    let Moving { stream, client, protocol } = moving;
+    let Some((stream, client, registration)) = arrive(&server, stream, *client, worker) else {
+        return;
+    };
+    match protocol {
+        Carried::Resp => carry_on(&server, stream, client, registration, worker, &stats).await,
+        Carried::Native(session) => {
+            crate::native::serve::carry_on(&server, stream, client, *session, registration, worker, &stats).await;
+        }
+    }
+}
+
+/// Takes over a client that moved to `worker`: its registration, its
+/// worker, its socket on this worker's event loop. `None` (the client
+/// released) if the socket cannot join this event loop.
+fn arrive(
+    server: &Server,
+    stream: std::net::TcpStream,
+    mut client: Client,
+    worker: usize,
+) -> Option<(TcpStream, Client, Registration<'_>)> {
+    let registration = Registration::adopt(server, client.id());
     client.handle.worker.store(worker, Ordering::Relaxed);
     match TcpStream::from_std(stream) {
-        Ok(stream) => carry_on(&server, stream, client, registration, worker, &stats).await,
+        Ok(stream) => Some((stream, client, registration)),
         Err(e) => {
             tracing::debug!(client = client.id(), error = %e, "a moved connection could not join this worker");
-            release(&server, &mut client);
+            release(server, &mut client);
+            None
+        }
+    }
+}
+
+/// Hands a connection that ended its loop ready to move to worker `to`.
+/// Gives the client and its registration back if it could not leave (the
+/// caller then releases it).
+pub(crate) fn depart<'a>(
+    server: &Server,
+    stream: TcpStream,
+    client: Client,
+    protocol: Carried,
+    registration: Registration<'a>,
+    to: usize,
+) -> Option<(Client, Registration<'a>)> {
+    match stream.into_std() {
+        Ok(stream) => match server.rebalance.send(to, Moving { stream, client: Box::new(client), protocol }) {
+            Ok(()) => {
+                // The client stays registered: the other worker adopts it.
+                std::mem::forget(registration);
+                None
+            }
+            Err(back) => Some((*back.client, registration)),
+        },
+        Err(e) => {
+            tracing::debug!(client = client.id(), error = %e, "a connection could not leave its worker");
+            Some((client, registration))
         }
     }
 }
@@ -75,21 +122,20 @@ async fn carry_on(
     server.rebalance.connection_started(worker);
     let ended = connection_loop(server, &mut stream, &mut client, stats, worker).await;
     server.rebalance.connection_ended(worker);
-    match ended {
-        Ok(End::Closed) => {}
-        Ok(End::MoveTo(to)) => match stream.into_std() {
-            Ok(stream) => match server.rebalance.send(to, Moving { stream, client: Box::new(client) }) {
-                Ok(()) => {
-                    // The client stays registered: the other worker adopts it.
-                    std::mem::forget(registration);
-                    return;
-                }
-                Err(back) => client = *back.client,
-            },
-            Err(e) => tracing::debug!(client = client.id(), error = %e, "a connection could not leave its worker"),
+    let _registration = match ended {
+        Ok(End::Closed) => registration,
+        Ok(End::MoveTo(to)) => match depart(server, stream, client, Carried::Resp, registration, to) {
+            None => return,
+            Some((back, registration)) => {
+                client = back;
+                registration
+            }
         },
-        Err(e) => tracing::debug!(client = client.id(), error = %e, "connection closed with an error"),
-    }
+        Err(e) => {
+            tracing::debug!(client = client.id(), error = %e, "connection closed with an error");
+            registration
+        }
+    };
     release(server, &mut client);
 }
 
@@ -103,7 +149,7 @@ enum End {
 /// Whether nothing ties the client to this worker's thread between two
 /// batches: no subscriptions or MONITOR feed (delivered through this
 /// worker's wake-ups), no client-side caching, no script thread.
-fn may_move(client: &Client) -> bool {
+pub(crate) fn may_move(client: &Client) -> bool {
     client.pubsub.is_none() && client.monitor.is_none() && client.tracking.is_none() && !client.off_worker
 }
 

@@ -27,7 +27,8 @@
 //! either direction and no state tied to its thread (not subscribed,
 //! monitoring or blocked): its socket leaves the worker's event loop, and
 //! the connection carries on, with the same client, on the other worker
-//! ([`Moving`], `connection::resume`). `--rebalance off` keeps every
+//! ([`Moving`], `connection::resume`, `native::serve::resume`). RESP and
+//! native-protocol connections move alike. `--rebalance off` keeps every
 //! connection where it was accepted.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -64,6 +65,15 @@ const NOWHERE: usize = usize::MAX;
 pub struct Moving {
     pub stream: std::net::TcpStream,
     pub client: Box<Client>,
+    pub protocol: Carried,
+}
+
+/// What a moving connection's protocol carries along besides its client.
+pub enum Carried {
+    /// A RESP connection: nothing (it moves with nothing buffered).
+    Resp,
+    /// A native-protocol connection: its session (handshake done, reusable buffers).
+    Native(Box<crate::native::session::Session>),
 }
 
 /// One worker's share: its parked time, its connections, and the order to

@@ -1,6 +1,8 @@
 //! One native connection: handshake, then read a batch of frames, execute
 //! them all, wait until their writes are durable when asked (or in the
-//! `sync` tier), and answer the whole batch with one write.
+//! `sync` tier), and answer the whole batch with one write. Between two
+//! batches, with nothing unread, a connection may move to another worker
+//! (`crate::rebalance`), taking its session along.
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -14,10 +16,11 @@ use tokio::net::TcpStream;
 use super::execute::{self, Exec};
 use super::handshake::greet;
 use super::session::Session;
-use crate::admission::{admit, release};
+use crate::admission::{admit, release, Registration};
 use crate::client::Client;
 use crate::commands::timing::CommandClock;
-use crate::connection::{read_with_timeout, shrink_if_idle};
+use crate::connection::{depart, may_move, read_with_timeout, shrink_if_idle};
+use crate::rebalance::Carried;
 use crate::server::Server;
 use crate::stats::WorkerStats;
 
@@ -33,7 +36,8 @@ enum NativeEnd {
     QueryBufferLimit(usize),
 }
 
-/// Serves one native connection until it closes, is killed, or the server stops.
+/// Serves one native connection until it closes, is killed, moves to
+/// another worker, or the server stops.
 pub async fn serve(
     server: Arc<Server>,
     mut stream: TcpStream,
@@ -44,15 +48,54 @@ pub async fn serve(
     let refuse = |out: &mut Vec<u8>| {
         encode::fatal(out, 0, Status::TooManyClients, b"ERR max number of clients reached");
     };
-    let Some((mut client, _registration)) = admit(&server, &mut stream, peer, worker, &stats, refuse).await else {
+    let Some((mut client, registration)) = admit(&server, &mut stream, peer, worker, &stats, refuse).await else {
         return;
     };
     client.set_protocol(ProtocolVersion::Resp3);
     client.handle.accepts_pushes.store(false, std::sync::atomic::Ordering::Relaxed);
-    if let Err(e) = connection_loop(&server, &mut stream, &mut client, &stats).await {
-        tracing::debug!(client = client.id(), error = %e, "native connection closed with an error");
-    }
-    release(&server, &mut client);
+    carry_on(&server, stream, client, Session::default(), registration, worker, &stats).await;
+}
+
+/// Runs the connection on this worker until it ends, then forgets it, or
+/// hands it (with its session) to the worker it moves to. A connection
+/// another worker handed over starts here (`connection::resume`).
+pub(crate) async fn carry_on(
+    server: &Arc<Server>,
+    mut stream: TcpStream,
+    mut client: Client,
+    mut session: Session,
+    registration: Registration<'_>,
+    worker: usize,
+    stats: &Arc<WorkerStats>,
+) {
+    server.rebalance.connection_started(worker);
+    let ended = connection_loop(server, &mut stream, &mut client, &mut session, stats, worker).await;
+    server.rebalance.connection_ended(worker);
+    let _registration = match ended {
+        Ok(End::Closed) => registration,
+        Ok(End::MoveTo(to)) => {
+            let carried = Carried::Native(Box::new(session));
+            match depart(server, stream, client, carried, registration, to) {
+                None => return,
+                Some((back, registration)) => {
+                    client = back;
+                    registration
+                }
+            }
+        }
+        Err(e) => {
+            tracing::debug!(client = client.id(), error = %e, "native connection closed with an error");
+            registration
+        }
+    };
+    release(server, &mut client);
+}
+
+/// How a connection loop ended.
+enum End {
+    Closed,
+    /// Between two batches with nothing unread, ordered to move to this worker.
+    MoveTo(usize),
 }
 
 /// What one pass over the read buffer did.
@@ -73,11 +116,12 @@ async fn connection_loop(
     server: &Arc<Server>,
     stream: &mut TcpStream,
     client: &mut Client,
+    session: &mut Session,
     stats: &Arc<WorkerStats>,
-) -> Result<(), NativeEnd> {
+    worker: usize,
+) -> Result<End, NativeEnd> {
     let mut input: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut output: Vec<u8> = Vec::with_capacity(READ_CHUNK);
-    let mut session = Session::default();
     let handle = client.handle.clone();
     // Fires on a kill (nothing is pushed to native connections: they do
     // not accept pushes, see `ClientHandle::accepts_pushes`).
@@ -90,11 +134,16 @@ async fn connection_loop(
             input.reserve(READ_CHUNK.max(input.len()));
         }
         if resume == Resume::Read {
+            if input.is_empty() && session.greeted && may_move(client) {
+                if let Some(to) = server.rebalance.claim_move(worker) {
+                    return Ok(End::MoveTo(to));
+                }
+            }
             let read = tokio::select! {
                 biased;
                 _ = &mut signal => {
                     if handle.is_killed() {
-                        return Ok(());
+                        return Ok(End::Closed);
                     }
                     signal.set(handle.signalled());
                     continue;
@@ -102,25 +151,25 @@ async fn connection_loop(
                 read = read_with_timeout(server, stream, &mut input, true) => read?,
             };
             if read == 0 {
-                return Ok(());
+                return Ok(End::Closed);
             }
             stats.net_input_bytes.add(read as u64);
         }
         let pass = match std::mem::replace(&mut resume, Resume::Read) {
             Resume::Offload => {
                 let Ok((pass, moved_session, moved_output)) =
-                    execute_elsewhere(server, stats, client, std::mem::take(&mut session), &input).await
+                    execute_elsewhere(server, stats, client, std::mem::take(session), &input).await
                 else {
-                    return Ok(());
+                    return Ok(End::Closed);
                 };
-                (session, output) = (moved_session, moved_output);
+                (*session, output) = (moved_session, moved_output);
                 pass
             }
-            _ => execute_frames(server, client, stats, &mut session, &input, &mut output),
+            _ => execute_frames(server, client, stats, session, &input, &mut output),
         };
         input.drain(..pass.consumed);
         if !await_durable(server, client.last_lsn, pass.durable).await {
-            return Ok(());
+            return Ok(End::Closed);
         }
         if !output.is_empty() {
             stream.write_all(&output).await?;
@@ -128,7 +177,7 @@ async fn connection_loop(
             output.clear();
         }
         if pass.close {
-            return Ok(());
+            return Ok(End::Closed);
         }
         if pass.wait_script {
             server.scripting.wait(&server.runtime.busy_reply_threshold_ms).await;
