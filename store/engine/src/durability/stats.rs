@@ -25,6 +25,13 @@ pub struct WalStats {
     pub fsync_micros_buckets: [AtomicU64; BUCKETS],
     pub group_size_buckets: [AtomicU64; BUCKETS],
     pub group_records_total: AtomicU64,
+    /// How long the oldest record a sync covered had waited for it, from
+    /// its append to the end of the fdatasync, in µs: what a power cut at
+    /// that moment could have lost of acknowledged writes outside the
+    /// `sync` tier. Last value, largest since start, log2 buckets.
+    pub unsynced_age_last_micros: AtomicU64,
+    pub unsynced_age_max_micros: AtomicU64,
+    pub unsynced_age_micros_buckets: [AtomicU64; BUCKETS],
     sync_observer: OnceLock<SyncObserver>,
 }
 
@@ -52,6 +59,9 @@ impl Default for WalStats {
             fsync_micros_buckets: std::array::from_fn(|_| AtomicU64::new(0)),
             group_size_buckets: std::array::from_fn(|_| AtomicU64::new(0)),
             group_records_total: AtomicU64::new(0),
+            unsynced_age_last_micros: AtomicU64::new(0),
+            unsynced_age_max_micros: AtomicU64::new(0),
+            unsynced_age_micros_buckets: std::array::from_fn(|_| AtomicU64::new(0)),
             sync_observer: OnceLock::new(),
         }
     }
@@ -85,6 +95,15 @@ impl WalStats {
         if let Some(observer) = self.sync_observer.get() {
             observer(micros);
         }
+    }
+
+    /// A sync made records durable whose oldest was appended `age` before
+    /// the sync ended.
+    pub fn record_unsynced_age(&self, age: Duration) {
+        let micros = age.as_micros() as u64;
+        self.unsynced_age_last_micros.store(micros, Ordering::Relaxed);
+        self.unsynced_age_max_micros.fetch_max(micros, Ordering::Relaxed);
+        self.unsynced_age_micros_buckets[bucket(micros)].fetch_add(1, Ordering::Relaxed);
     }
 
     /// Installs the observer of sync durations (once; later calls are ignored).

@@ -141,6 +141,8 @@ pub fn default_syncers(_tier: Tier) -> usize {
 #[derive(Debug, Default)]
 struct Buffer {
     bytes: Vec<u8>,
+    /// When the first record now in `bytes` was appended.
+    first_append: Option<Instant>,
     next_lsn: Lsn,
     /// Syncers waiting for data (an append into an empty buffer wakes one).
     idle_syncers: usize,
@@ -196,6 +198,10 @@ struct Shared {
     /// The LSN the next caller round waits for before it starts (see
     /// `Shared::gather`).
     gather_until: AtomicU64,
+    /// Taken buffers not yet covered by an fdatasync, oldest first: the
+    /// last LSN each held and when its first record was appended (for
+    /// [`WalStats::record_unsynced_age`]).
+    unsynced: Mutex<std::collections::VecDeque<(Lsn, Instant)>>,
     spare_wanted: Condvar,
     spare_lock: Mutex<()>,
 }
@@ -257,7 +263,12 @@ impl Wal {
         let shared = Arc::new(Shared {
             tier: TierCell::new(options.tier),
             held: AtomicBool::new(false),
-            buffer: Mutex::new(Buffer { bytes: Vec::with_capacity(1 << 16), next_lsn, idle_syncers: 0 }),
+            buffer: Mutex::new(Buffer {
+                bytes: Vec::with_capacity(1 << 16),
+                first_append: None,
+                next_lsn,
+                idle_syncers: 0,
+            }),
             data_ready: Condvar::new(),
             written: AtomicU64::new(next_lsn - 1),
             sync_started: AtomicU64::new(next_lsn - 1),
@@ -280,6 +291,7 @@ impl Wal {
             committers: Committers::default(),
             busy_appenders: options.busy_appenders.clone(),
             gather_until: AtomicU64::new(0),
+            unsynced: Mutex::new(std::collections::VecDeque::new()),
             spare_wanted: Condvar::new(),
             spare_lock: Mutex::new(()),
         });
@@ -405,7 +417,11 @@ impl Wal {
         buffer.next_lsn += 1;
         // Only the first record of a batch wakes a syncer: later ones find
         // the buffer taken by then, or a syncer that will take it.
-        let wake = buffer.bytes.is_empty() && buffer.idle_syncers > 0 && self.shared.appends_wake_syncer();
+        let was_empty = buffer.bytes.is_empty();
+        if was_empty {
+            buffer.first_append = Some(Instant::now());
+        }
+        let wake = was_empty && buffer.idle_syncers > 0 && self.shared.appends_wake_syncer();
         record::encode(&mut buffer.bytes, Header { lsn, time_ms, durable_hint, kind }, count, body);
         drop(buffer);
         if wake {
@@ -799,6 +815,9 @@ impl Shared {
             let last = buffer.next_lsn - 1;
             // Counted before it leaves the buffer (a gauge may count it twice, never zero times).
             self.in_flight.store(buffer.bytes.capacity(), Ordering::Relaxed);
+            if let Some(first) = buffer.first_append.take() {
+                self.unsynced.lock().push_back((last, first));
+            }
             (last, std::mem::replace(&mut buffer.bytes, empty))
         };
         // Bytes left over by a failed round go first; usually there are none
@@ -886,9 +905,28 @@ impl Shared {
         drop(handle);
         let group = covers.saturating_sub(before);
         self.stats.record_sync(started.elapsed(), group);
+        self.record_unsynced_age(covers);
         if group > 0 {
             self.committers.wake(covers, false);
             (self.on_durable)(covers);
+        }
+    }
+
+    /// Forgets the taken buffers an fdatasync covering `covers` made
+    /// durable, recording how long the oldest of them had waited.
+    fn record_unsynced_age(&self, covers: Lsn) {
+        let mut oldest = None;
+        let mut unsynced = self.unsynced.lock();
+        while let Some(&(last, first)) = unsynced.front() {
+            if last > covers {
+                break;
+            }
+            oldest.get_or_insert(first);
+            unsynced.pop_front();
+        }
+        drop(unsynced);
+        if let Some(first) = oldest {
+            self.stats.record_unsynced_age(first.elapsed());
         }
     }
 

@@ -21,6 +21,7 @@ pub async fn get(State(state): State<AdminState>) -> Json<Value> {
         "fsync_failures_total": d.fsync_failures_total,
         "fsync_seconds": histogram(&d.fsync_seconds),
         "group_size": histogram(&d.group_size),
+        "unsynced_age_seconds": histogram(&d.unsynced_age_seconds),
         "durable_acks_total": d.durable_acks_total,
         "wal_bytes_total": d.wal_bytes_total,
         "wal_segments": d.wal_segments,

@@ -237,6 +237,8 @@ fn persistence_section(server: &Server, out: &mut String) -> &'static str {
         field!(out, "cairn_avg_fsync_us", s.fsync_micros_total.load(Ordering::Relaxed) / fsyncs.max(1));
         field!(out, "cairn_last_group_size", s.last_group_records.load(Ordering::Relaxed));
         field!(out, "cairn_avg_group_size", s.group_records_total.load(Ordering::Relaxed) / fsyncs.max(1));
+        field!(out, "cairn_unsynced_age_last_us", s.unsynced_age_last_micros.load(Ordering::Relaxed));
+        field!(out, "cairn_unsynced_age_max_us", s.unsynced_age_max_micros.load(Ordering::Relaxed));
         field!(out, "cairn_wal_bytes", s.bytes_written.load(Ordering::Relaxed));
         field!(out, "cairn_wal_segments", w.segment_count());
         if let Some(message) = w.health_message() {

@@ -60,6 +60,10 @@ pub struct DurabilitySnapshot {
     pub fsync_seconds: HistogramSnapshot,
     /// Writes covered by each group commit.
     pub group_size: HistogramSnapshot,
+    /// Per fsync, how long the oldest write it covered had waited for it
+    /// since its append, seconds: the power-loss exposure of acknowledged
+    /// writes outside the `sync` tier.
+    pub unsynced_age_seconds: HistogramSnapshot,
     /// Replies sent after the fsync that covers the write.
     pub durable_acks_total: u64,
     pub wal_bytes_total: u64,
@@ -85,6 +89,7 @@ impl DurabilitySnapshot {
             fsync_failures_total: 0,
             fsync_seconds: HistogramSnapshot::empty(FSYNC_SECONDS_BOUNDS),
             group_size: HistogramSnapshot::empty(GROUP_SIZE_BOUNDS),
+            unsynced_age_seconds: HistogramSnapshot::empty(FSYNC_SECONDS_BOUNDS),
             durable_acks_total: 0,
             wal_bytes_total: 0,
             wal_segments: 0,

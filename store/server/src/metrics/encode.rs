@@ -106,6 +106,13 @@ fn durability_families(s: &Scrape, f: &mut Families<'_>) -> fmt::Result {
     f.histograms("cairn_fsync_duration", "Duration of WAL fsyncs.", Some(Unit::Seconds), &fsync)?;
     let group = [(Labels::new(), d.group_size.clone())];
     f.histograms("cairn_group_commit_batch_size", "Writes covered by one group-commit fsync.", None, &group)?;
+    let age = [(Labels::new(), d.unsynced_age_seconds.clone())];
+    f.histograms(
+        "cairn_wal_unsynced_age",
+        "Per WAL fsync, how long the oldest write it covered had waited since its append.",
+        Some(Unit::Seconds),
+        &age,
+    )?;
     f.gauge(
         "cairn_snapshot_last_duration",
         "Duration of the most recent snapshot.",

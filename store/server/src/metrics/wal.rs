@@ -37,6 +37,7 @@ pub fn from_persistence(p: &Persistence) -> DurabilitySnapshot {
         // Bucket i holds groups of fewer than 2^i records: at most 2^i - 1.
         d.group_size = log2_histogram(&s.group_size_buckets, |i| (bucket_upper(i) - 1) as f64);
         d.group_size.sum = load(&s.group_records_total) as f64;
+        d.unsynced_age_seconds = log2_histogram(&s.unsynced_age_micros_buckets, |i| bucket_upper(i) as f64 / 1e6);
         d.wal_bytes_total = load(&s.bytes_written);
         d.wal_segments = wal.segment_count() as u64;
     }
