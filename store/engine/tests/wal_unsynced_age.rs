@@ -72,3 +72,30 @@ fn records_written_without_a_sync_keep_aging_until_one_covers_them() {
     assert!(age >= 20_000, "the sync covered the record written 20 ms before: {age} µs");
     wal.close();
 }
+
+#[test]
+fn a_syncer_kept_from_its_round_is_reported_starved() {
+    use cairn_engine::durability::wal::{ASYNC_STARVED_AFTER_MS, EVERYSEC_STARVED_AFTER_MS};
+    let wal = manual_log(Tier::Async);
+    assert!(!wal.syncer_starved(), "nothing buffered");
+    set(&wal, "k");
+    assert!(!wal.syncer_starved(), "just buffered");
+    std::thread::sleep(Duration::from_millis(ASYNC_STARVED_AFTER_MS + 5));
+    assert!(wal.syncer_starved(), "buffered longer than the async pace allows, no round");
+    wal.hold(true);
+    assert!(!wal.syncer_starved(), "a held log waits on purpose");
+    wal.hold(false);
+    wal.sync_round(true);
+    assert!(!wal.syncer_starved(), "a round took the buffer");
+
+    wal.set_tier(Tier::Everysec).expect("everysec");
+    set(&wal, "k");
+    std::thread::sleep(Duration::from_millis(ASYNC_STARVED_AFTER_MS + 5));
+    assert!(!wal.syncer_starved(), "everysec's pace is slower");
+    std::thread::sleep(Duration::from_millis(EVERYSEC_STARVED_AFTER_MS));
+    assert!(wal.syncer_starved());
+
+    wal.set_tier(Tier::Sync).expect("sync");
+    assert!(!wal.syncer_starved(), "the sync tier's syncer runs at normal priority, and replies wait for it");
+    wal.close();
+}

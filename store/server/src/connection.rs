@@ -233,6 +233,7 @@ async fn connection_loop(
             unblocked = true;
             continue;
         }
+        server.persistence.yield_to_starved_syncer();
         if !await_durable(server, client.last_lsn).await {
             return Ok(End::Closed);
         }

@@ -84,6 +84,13 @@ const BUSY_APPENDERS_MAX: Duration = Duration::from_micros(50);
 /// acknowledgement waits for it.
 pub const BACKGROUND_SYNCER_NICE: i32 = 10;
 
+/// How long records may wait in the buffer for the `async` syncer's next
+/// round before [`Wal::syncer_starved`] says so (five rounds' pace).
+pub const ASYNC_STARVED_AFTER_MS: u64 = 5;
+
+/// The same for `everysec`, whose syncer writes every ~10 ms.
+pub const EVERYSEC_STARVED_AFTER_MS: u64 = 100;
+
 const HEALTH_OK: u8 = 0;
 const HEALTH_DISK_FULL: u8 = 1;
 const HEALTH_FAILED: u8 = 2;
@@ -198,6 +205,9 @@ struct Shared {
     /// The LSN the next caller round waits for before it starts (see
     /// `Shared::gather`).
     gather_until: AtomicU64,
+    /// Since when (`clock::now_ms`) records have waited in the buffer for a
+    /// round to take them; 0 while it is empty (see [`Wal::syncer_starved`]).
+    buffered_since_ms: AtomicU64,
     /// Taken buffers not yet covered by an fdatasync, oldest first: the
     /// last LSN each held and when its first record was appended (for
     /// [`WalStats::record_unsynced_age`]).
@@ -291,6 +301,7 @@ impl Wal {
             committers: Committers::default(),
             busy_appenders: options.busy_appenders.clone(),
             gather_until: AtomicU64::new(0),
+            buffered_since_ms: AtomicU64::new(0),
             unsynced: Mutex::new(std::collections::VecDeque::new()),
             spare_wanted: Condvar::new(),
             spare_lock: Mutex::new(()),
@@ -420,6 +431,7 @@ impl Wal {
         let was_empty = buffer.bytes.is_empty();
         if was_empty {
             buffer.first_append = Some(Instant::now());
+            self.shared.buffered_since_ms.store(crate::clock::now_ms().max(1), Ordering::Relaxed);
         }
         let wake = was_empty && buffer.idle_syncers > 0 && self.shared.appends_wake_syncer();
         record::encode(&mut buffer.bytes, Header { lsn, time_ms, durable_hint, kind }, count, body);
@@ -502,6 +514,31 @@ impl Wal {
 
     pub fn stats(&self) -> &WalStats {
         &self.shared.stats
+    }
+
+    /// Whether the background syncer (`async`, `everysec`) is being kept
+    /// from its round: records have waited in the buffer longer than the
+    /// tier's pace allows ([`ASYNC_STARVED_AFTER_MS`],
+    /// [`EVERYSEC_STARVED_AFTER_MS`]) while the log is healthy and not held.
+    /// At nice [`BACKGROUND_SYNCER_NICE`] on a CPU a worker keeps busy, the
+    /// scheduler was measured to leave it waiting for up to 0.7 s (the
+    /// loss window then grows to that, docs/durability.md); a worker that
+    /// sees this yields its CPU once. One atomic load while the buffer is
+    /// empty, a clock read otherwise.
+    pub fn syncer_starved(&self) -> bool {
+        let shared = &self.shared;
+        let since = shared.buffered_since_ms.load(Ordering::Relaxed);
+        if since == 0 {
+            return false;
+        }
+        let limit = match shared.tier.get() {
+            Tier::Async => ASYNC_STARVED_AFTER_MS,
+            Tier::Everysec => EVERYSEC_STARVED_AFTER_MS,
+            Tier::Sync | Tier::None => return false,
+        };
+        crate::clock::now_ms().saturating_sub(since) > limit
+            && !shared.held.load(Ordering::Relaxed)
+            && shared.health.load(Ordering::Relaxed) == HEALTH_OK
     }
 
     /// The failure message, if the log is unhealthy.
@@ -818,6 +855,7 @@ impl Shared {
             if let Some(first) = buffer.first_append.take() {
                 self.unsynced.lock().push_back((last, first));
             }
+            self.buffered_since_ms.store(0, Ordering::Relaxed);
             (last, std::mem::replace(&mut buffer.bytes, empty))
         };
         // Bytes left over by a failed round go first; usually there are none

@@ -168,6 +168,7 @@ async fn connection_loop(
             _ => execute_frames(server, client, stats, session, &input, &mut output),
         };
         input.drain(..pass.consumed);
+        server.persistence.yield_to_starved_syncer();
         if !await_durable(server, client.last_lsn, pass.durable).await {
             return Ok(End::Closed);
         }

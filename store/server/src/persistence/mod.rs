@@ -212,6 +212,16 @@ impl Persistence {
         self.wal.get()
     }
 
+    /// Yields this worker's CPU once when the background syncer has been
+    /// kept from its round too long ([`Wal::syncer_starved`]): called after
+    /// each batch, so a worker that never parks still lets it run.
+    #[inline]
+    pub fn yield_to_starved_syncer(&self) {
+        if self.wal_opened().is_some_and(Wal::syncer_starved) {
+            std::thread::yield_now();
+        }
+    }
+
     /// Whether a reply for a write at `lsn` waits until it is durable: in
     /// `sync`, and for writes made in `sync` before a change away from it.
     #[inline]
