@@ -89,10 +89,11 @@ durability = [
     panel(5, "Snapshot age", [(f'time() - cairn_snapshot_last_success_timestamp_seconds{s()}', "{{instance}}")], 0, 16, w=8, unit="s",
           desc="Seconds since the last successful snapshot (the whole Unix time when there has been none)."),
     panel(6, "Snapshot duration", [(f'cairn_snapshot_last_duration_seconds{s()}', "{{instance}}")], 8, 16, w=8, unit="s"),
-    panel(7, "Loss-window estimate (async tier)", [
-        (f'2 * {q(0.99, "cairn_fsync_duration_seconds", "instance, le")}', "{{instance}}"),
+    panel(7, "Loss window (async, everysec)", [
+        (q(0.5, "cairn_wal_unsynced_age_seconds", "instance, le"), "p50 {{instance}}"),
+        (q(0.99, "cairn_wal_unsynced_age_seconds", "instance, le"), "p99 {{instance}}"),
         ], 16, 16, w=8, unit="s",
-          desc="In the async tier a write is acknowledged before its fsync: a power failure loses at most the writes of about two fsync times (the one running and the next). From fsync p99."),
+          desc="Outside the sync tier a write is acknowledged before its fsync. Per fsync, how long the oldest write it made durable had waited since its append: what a power failure at that moment would have lost (log2 buckets: accurate to a factor of 2)."),
     panel(8, "Unsynced log records", [(f'cairn_wal_appended_lsn{s()} - cairn_wal_durable_lsn{s()}', "{{instance}}")], 0, 24, w=8,
           desc="Appended but not yet covered by an fsync: what a power failure would lose right now."),
     panel(9, "Group commit size", [(f'sum by (le) (rate(cairn_group_commit_batch_size_bucket{s()}[{RI}]))', "{{le}}")], 8, 24, w=8, kind="heatmap"),
