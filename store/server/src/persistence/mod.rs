@@ -214,7 +214,11 @@ impl Persistence {
 
     /// Yields this worker's CPU once when the background syncer has been
     /// kept from its round too long ([`Wal::syncer_starved`]): called after
-    /// each batch, so a worker that never parks still lets it run.
+    /// each batch, so a worker that never parks still lets it run. Every
+    /// batch, not once per millisecond: a yield does not always hand the CPU
+    /// over (the scheduler may not pick the low-priority syncer yet), and
+    /// with one yield per ms the largest loss window measured went back to
+    /// 0.14–0.69 s (docs/durability.md).
     #[inline]
     pub fn yield_to_starved_syncer(&self) {
         if self.wal_opened().is_some_and(Wal::syncer_starved) {
