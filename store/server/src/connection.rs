@@ -85,7 +85,7 @@ fn arrive(
 /// Hands a connection that ended its loop ready to move to worker `to`.
 /// Gives the client and its registration back if it could not leave (the
 /// caller then releases it).
-pub(crate) fn depart<'a>(
+fn depart<'a>(
     server: &Server,
     stream: TcpStream,
     client: Client,
@@ -122,9 +122,30 @@ async fn carry_on(
     server.rebalance.connection_started(worker);
     let ended = connection_loop(server, &mut stream, &mut client, stats, worker).await;
     server.rebalance.connection_ended(worker);
+    finish(server, stream, client, registration, ended, || Carried::Resp);
+}
+
+/// How a connection loop ended.
+pub(crate) enum End {
+    Closed,
+    /// Between two batches with nothing unread, ordered to move to this worker.
+    MoveTo(usize),
+}
+
+/// After a connection's loop: hands the connection (with what its protocol
+/// `carries`) to the worker it moves to, or, when it closed or cannot
+/// leave, forgets its client.
+pub(crate) fn finish<E: std::fmt::Display>(
+    server: &Server,
+    stream: TcpStream,
+    mut client: Client,
+    registration: Registration<'_>,
+    ended: Result<End, E>,
+    carries: impl FnOnce() -> Carried,
+) {
     let _registration = match ended {
         Ok(End::Closed) => registration,
-        Ok(End::MoveTo(to)) => match depart(server, stream, client, Carried::Resp, registration, to) {
+        Ok(End::MoveTo(to)) => match depart(server, stream, client, carries(), registration, to) {
             None => return,
             Some((back, registration)) => {
                 client = back;
@@ -137,13 +158,6 @@ async fn carry_on(
         }
     };
     release(server, &mut client);
-}
-
-/// How a connection loop ended.
-enum End {
-    Closed,
-    /// Idle (nothing unread), and ordered to move to this worker.
-    MoveTo(usize),
 }
 
 /// Whether nothing ties the client to this worker's thread between two

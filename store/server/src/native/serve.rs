@@ -16,10 +16,10 @@ use tokio::net::TcpStream;
 use super::execute::{self, Exec};
 use super::handshake::greet;
 use super::session::Session;
-use crate::admission::{admit, release, Registration};
+use crate::admission::{admit, Registration};
 use crate::client::Client;
 use crate::commands::timing::CommandClock;
-use crate::connection::{depart, may_move, read_with_timeout, shrink_if_idle};
+use crate::connection::{finish, may_move, read_with_timeout, shrink_if_idle, End};
 use crate::rebalance::Carried;
 use crate::server::Server;
 use crate::stats::WorkerStats;
@@ -71,31 +71,7 @@ pub(crate) async fn carry_on(
     server.rebalance.connection_started(worker);
     let ended = connection_loop(server, &mut stream, &mut client, &mut session, stats, worker).await;
     server.rebalance.connection_ended(worker);
-    let _registration = match ended {
-        Ok(End::Closed) => registration,
-        Ok(End::MoveTo(to)) => {
-            let carried = Carried::Native(Box::new(session));
-            match depart(server, stream, client, carried, registration, to) {
-                None => return,
-                Some((back, registration)) => {
-                    client = back;
-                    registration
-                }
-            }
-        }
-        Err(e) => {
-            tracing::debug!(client = client.id(), error = %e, "native connection closed with an error");
-            registration
-        }
-    };
-    release(server, &mut client);
-}
-
-/// How a connection loop ended.
-enum End {
-    Closed,
-    /// Between two batches with nothing unread, ordered to move to this worker.
-    MoveTo(usize),
+    finish(server, stream, client, registration, ended, || Carried::Native(Box::new(session)));
 }
 
 /// What one pass over the read buffer did.
