@@ -27,9 +27,9 @@
 //! either direction and no state tied to its thread (not subscribed,
 //! monitoring or blocked): its socket leaves the worker's event loop, and
 //! the connection carries on, with the same client, on the other worker
-//! ([`Moving`], `connection::resume`, `native::serve::resume`). RESP and
-//! native-protocol connections move alike. `--rebalance off` keeps every
-//! connection where it was accepted.
+//! ([`Moving`], `connection::resume`, then `native::serve::carry_on` for a
+//! native connection): RESP and native-protocol connections move alike.
+//! `--rebalance off` keeps every connection where it was accepted.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
