@@ -90,9 +90,9 @@ pub struct KVStoreSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth_secret: Option<AuthSecretRef>,
 
-    /// A `kubernetes.io/tls` Secret (tls.crt, tls.key, optional ca.crt) for TLS. The server has
-    /// no TLS yet: until it has, a store that sets this is reported invalid (Degraded,
-    /// InvalidSpec) instead of being run in plaintext.
+    /// A `kubernetes.io/tls` Secret (tls.crt, tls.key, and ca.crt when client certificates are
+    /// asked for) for TLS. With it the RESP port serves RESP over TLS only, and the native
+    /// protocol's port (which has no TLS) is off; see docs/tls.md.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_secret: Option<TlsSecretRef>,
 
@@ -264,6 +264,37 @@ pub struct TlsSecretRef {
     /// Name of the Secret.
     #[schemars(length(min = 1, max = 253))]
     pub name: String,
+    /// Whether clients must present a certificate signed by the Secret's ca.crt: `no` (the
+    /// default: clients check the server's certificate, the server asks for none), `optional`
+    /// (checked when a client sends one) or `yes` (mutual TLS).
+    #[serde(default)]
+    pub auth_clients: TlsClientAuth,
+}
+
+/// `spec.tlsSecret.authClients`: the server's `--tls-auth-clients`.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum TlsClientAuth {
+    #[default]
+    No,
+    Optional,
+    Yes,
+}
+
+impl TlsClientAuth {
+    /// The value of the server's `--tls-auth-clients` flag.
+    pub fn as_flag(self) -> &'static str {
+        match self {
+            TlsClientAuth::No => "no",
+            TlsClientAuth::Optional => "optional",
+            TlsClientAuth::Yes => "yes",
+        }
+    }
+
+    /// Whether the server needs the CA file (`ca.crt`) to check client certificates.
+    pub fn needs_ca(self) -> bool {
+        self != TlsClientAuth::No
+    }
 }
 
 /// Scheduling of the pods.

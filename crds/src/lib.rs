@@ -24,7 +24,7 @@ pub use durability::Durability;
 pub use fsync_class::FsyncClass;
 pub use kvstore::{
     AuthSecretRef, Endpoints, KVStore, KVStoreSpec, KVStoreStatus, PodDisruptionBudgetSpec, PodMetadata, Ports,
-    PullPolicy, Scheduling, ServiceSpec, ServiceType, StorageSpec, TlsSecretRef, VolumeStatus,
+    PullPolicy, Scheduling, ServiceSpec, ServiceType, StorageSpec, TlsClientAuth, TlsSecretRef, VolumeStatus,
 };
 pub use quantity::{parse_binary_bytes, QuantityError};
 

@@ -123,8 +123,8 @@ current-context: mock
         self.check("durability async", flag("--durability") == "async", args)
         self.check("threads = cpus", flag("--threads") == "1", args)
         self.check("ports", (flag("--port"), flag("--native-port"), flag("--admin-port")) == ("6379", "7379", "8379"), args)
-        # cairn has no TLS yet (and exits on an unknown flag): no --tls flags.
-        self.check("no flag cairn lacks", not any(x.startswith("--tls") for x in args), args)
+        # This store has no tlsSecret: plaintext ports, no --tls flags.
+        self.check("no TLS flags without a tlsSecret", not any(x.startswith("--tls") for x in args), args)
         self.check("whole CPUs, requests = limits", c["resources"]["requests"] == c["resources"]["limits"]
                    and c["resources"]["limits"]["cpu"] == "1", c["resources"])
         self.check("non-root, read-only root fs, RuntimeDefault seccomp",

@@ -28,10 +28,19 @@ pub const FLAG_CONFIG: &str = "--config";
 pub const FLAG_LOG_FORMAT: &str = "--log-format";
 pub const LOG_FORMAT_JSON: &str = "json";
 
-/// The server's TLS flags (certificate, key and CA files), or `None` while the server has no TLS.
-/// While it is `None`, a KVStore with `spec.tlsSecret` is an invalid spec (reported in its
-/// status): serving plaintext to a user who asked for TLS would be worse than not serving.
-pub const TLS_FLAGS: Option<TlsFlags> = None;
+/// The server's TLS flags, or `None` if the server had no TLS. While it is `None`, a KVStore
+/// with `spec.tlsSecret` is an invalid spec (reported in its status): serving plaintext to a
+/// user who asked for TLS would be worse than not serving.
+pub const TLS_FLAGS: Option<TlsFlags> = Some(TlsFlags {
+    cert: "--tls-cert-file",
+    key: "--tls-key-file",
+    ca: "--tls-ca-cert-file",
+    port: "--tls-port",
+    auth_clients: "--tls-auth-clients",
+});
+
+/// The value of a port flag that turns its listener off (`--port off`, `--native-port off`).
+pub const PORT_OFF: &str = "off";
 
 /// The flags naming the TLS files of a `kubernetes.io/tls` Secret mounted at [`TLS_DIR`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +51,10 @@ pub struct TlsFlags {
     pub key: &'static str,
     /// Flag of the CA file (`ca.crt`).
     pub ca: &'static str,
+    /// Flag of the RESP over TLS port.
+    pub port: &'static str,
+    /// Flag saying whether clients must present a certificate.
+    pub auth_clients: &'static str,
 }
 
 /// Whether the server image supports TLS (see [`TLS_FLAGS`]).

@@ -110,7 +110,8 @@ mod tests {
     #[test]
     fn tls_is_refused_while_the_server_has_none() {
         let mut s = store("demo");
-        s.spec.tls_secret = Some(cairn_crds::TlsSecretRef { name: "demo-tls".into() });
+        s.spec.tls_secret =
+            Some(cairn_crds::TlsSecretRef { name: "demo-tls".into(), auth_clients: Default::default() });
         let result = resolve(&s);
         assert_eq!(result.is_ok(), crate::store_contract::tls_supported());
         if let Err(InvalidSpec(message)) = result {

@@ -326,14 +326,27 @@ async fn after_an_expansion_the_claim_template_is_applied_unchanged() {
 }
 
 #[tokio::test]
-async fn a_store_with_a_tls_secret_is_invalid_while_the_server_has_no_tls() {
-    let store_obj = kvstore(json!({"tlsSecret": {"name": "demo-tls"}}), None, 1);
+async fn a_store_with_a_tls_secret_serves_resp_over_tls_only_from_the_secret() {
+    let store_obj = kvstore(json!({"tlsSecret": {"name": "demo-tls", "authClients": "yes"}}), None, 1);
     let (action, calls) = with_api(World::default(), |ctx| store::reconcile(Arc::new(store_obj), ctx)).await;
-    assert_eq!(action.expect("not a reconcile error"), Action::await_change());
-    assert!(find(&calls, "PATCH", "/statefulsets/demo").is_none(), "no pod that would serve plaintext");
-    let status = &find(&calls, "PATCH", "/kvstores/demo/status").expect("status").body["status"];
-    let message = condition(status, "Degraded")["message"].as_str().unwrap_or("").to_string();
-    assert!(message.contains("does not support TLS"), "{message}");
+    action.expect("not a reconcile error");
+    let sts = &find(&calls, "PATCH", "/statefulsets/demo").expect("statefulset").body;
+    let pod = &sts["spec"]["template"]["spec"];
+    let args: Vec<String> = serde_json::from_value(pod["containers"][0]["args"].clone()).expect("args");
+    let joined = args.join(" ");
+    for wanted in [
+        "--port off",
+        "--native-port off",
+        "--tls-port 6379",
+        "--tls-cert-file /etc/cairn/tls/tls.crt",
+        "--tls-key-file /etc/cairn/tls/tls.key",
+        "--tls-auth-clients yes",
+        "--tls-ca-cert-file /etc/cairn/tls/ca.crt",
+    ] {
+        assert!(joined.contains(wanted), "{wanted:?} missing in {joined}");
+    }
+    let volumes = pod["volumes"].as_array().expect("volumes");
+    assert!(volumes.iter().any(|v| v["secret"]["secretName"] == "demo-tls"), "{volumes:?}");
 }
 
 #[tokio::test]

@@ -8,11 +8,11 @@
 
 use std::path::{Path, PathBuf};
 
-use cairn_crds::{Durability, KVStore, KVStoreBenchmark, LoadShape};
+use cairn_crds::{Durability, KVStore, KVStoreBenchmark, LoadShape, TlsClientAuth, TlsSecretRef};
 use cairn_operator::builders::{configmap, job, statefulset};
 use cairn_operator::store_contract as sc;
 use cairn_operator::validate::resolve;
-use clap::{CommandFactory, Parser};
+use clap::{CommandFactory, Parser, ValueEnum};
 
 fn examples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../charts/cairn-operator/examples")
@@ -86,7 +86,7 @@ fn the_server_accepts_the_statefulset_arguments_of_every_example() {
         let spec = &store.spec;
         assert_eq!(config.durability.to_string(), spec.durability.as_flag());
         assert_eq!(config.threads, Some(usize::try_from(spec.cpus).unwrap_or(0)));
-        assert_eq!(i32::from(config.port), spec.ports.resp);
+        assert_eq!(config.port.map(i32::from), Some(spec.ports.resp));
         assert_eq!(i32::from(config.admin_port), spec.ports.admin);
         assert_eq!(config.bind, sc::BIND_ALL);
         // The kubelet probes the admin port from outside the pod.
@@ -115,7 +115,30 @@ fn the_server_accepts_every_tier_cpu_count_and_port() {
         let config = server_config(&store, &dir);
         assert_eq!(config.durability.to_string(), durability.as_flag());
         assert_eq!(config.threads, Some(usize::try_from(cpus).unwrap_or(0)));
-        assert_eq!((i32::from(config.port), i32::from(config.admin_port)), (resp, admin));
+        assert_eq!((config.port.map(i32::from), i32::from(config.admin_port)), (Some(resp), admin));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_server_accepts_the_tls_arguments_and_serves_resp_over_tls_only() {
+    let dir = scratch("tls");
+    let base = with_namespace(examples::<KVStore>("KVStore").remove(0));
+    for auth_clients in [TlsClientAuth::No, TlsClientAuth::Optional, TlsClientAuth::Yes] {
+        let mut store = base.clone();
+        store.spec.tls_secret = Some(TlsSecretRef { name: "demo-tls".into(), auth_clients });
+        resolve(&store).unwrap_or_else(|e| panic!("a TLS store is valid: {e}"));
+        let config = server_config(&store, &dir);
+        let tls = config.tls.clone().expect("TLS on");
+        assert_eq!((config.port, config.native_port), (None, None), "no plaintext port with TLS");
+        assert_eq!(i32::from(tls.port), store.spec.ports.resp);
+        assert_eq!(tls.cert_file, PathBuf::from(format!("{}/tls.crt", sc::TLS_DIR)));
+        assert_eq!(tls.key_file, PathBuf::from(format!("{}/tls.key", sc::TLS_DIR)));
+        assert_eq!(
+            tls.auth_clients.to_possible_value().map(|v| v.get_name().to_string()).as_deref(),
+            Some(auth_clients.as_flag())
+        );
+        assert_eq!(tls.ca_cert_file.is_some(), auth_clients.needs_ca());
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

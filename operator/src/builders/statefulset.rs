@@ -30,14 +30,8 @@ pub const CONTAINER: &str = "cairn";
 /// at start.
 pub fn args(store: &KVStore) -> Vec<String> {
     let spec = &store.spec;
-    let mut args: Vec<String> = vec![
-        sc::FLAG_BIND.into(),
-        sc::BIND_ALL.into(),
-        sc::FLAG_RESP_PORT.into(),
-        spec.ports.resp.to_string(),
-        sc::FLAG_NATIVE_PORT.into(),
-        spec.ports.native.to_string(),
-    ];
+    let mut args: Vec<String> = vec![sc::FLAG_BIND.into(), sc::BIND_ALL.into()];
+    args.extend(port_args(store));
     args.extend([
         sc::FLAG_ADMIN_PORT.into(),
         spec.ports.admin.to_string(),
@@ -52,13 +46,38 @@ pub fn args(store: &KVStore) -> Vec<String> {
         sc::FLAG_LOG_FORMAT.into(),
         sc::LOG_FORMAT_JSON.into(),
     ]);
-    // Without TLS flags `validate::resolve` rejects a tlsSecret, so this only runs once the
-    // server has TLS.
-    if let (Some(_), Some(tls)) = (&spec.tls_secret, sc::TLS_FLAGS) {
-        for (flag, file) in [(tls.cert, "tls.crt"), (tls.key, "tls.key"), (tls.ca, "ca.crt")] {
-            args.push(flag.into());
-            args.push(format!("{}/{file}", sc::TLS_DIR));
-        }
+    args
+}
+
+/// The listening ports. With a TLS Secret the RESP port serves TLS only (plaintext off) and the
+/// native port, which has no TLS, is off; the files come from the Secret's volume.
+fn port_args(store: &KVStore) -> Vec<String> {
+    let spec = &store.spec;
+    let (Some(secret), Some(tls)) = (&spec.tls_secret, sc::TLS_FLAGS) else {
+        return vec![
+            sc::FLAG_RESP_PORT.into(),
+            spec.ports.resp.to_string(),
+            sc::FLAG_NATIVE_PORT.into(),
+            spec.ports.native.to_string(),
+        ];
+    };
+    let file = |name: &str| format!("{}/{name}", sc::TLS_DIR);
+    let mut args = vec![
+        sc::FLAG_RESP_PORT.into(),
+        sc::PORT_OFF.into(),
+        sc::FLAG_NATIVE_PORT.into(),
+        sc::PORT_OFF.into(),
+        tls.port.into(),
+        spec.ports.resp.to_string(),
+        tls.cert.into(),
+        file("tls.crt"),
+        tls.key.into(),
+        file("tls.key"),
+        tls.auth_clients.into(),
+        secret.auth_clients.as_flag().into(),
+    ];
+    if secret.auth_clients.needs_ca() {
+        args.extend([tls.ca.into(), file("ca.crt")]);
     }
     args
 }
@@ -364,14 +383,30 @@ mod tests {
     }
 
     #[test]
-    fn no_tls_flags_while_the_server_has_no_tls() {
-        let mut s = store("demo");
-        s.spec.tls_secret = Some(TlsSecretRef { name: "demo-tls".into() });
-        // resolve() rejects this spec; the builder still must not pass flags cairn lacks.
-        let sts = build(&s, &resolve(&store("demo")).expect("valid").volume);
-        let pod = sts.spec.and_then(|s| s.template.spec).expect("pod");
-        let args = pod.containers[0].args.clone().expect("args");
-        assert_eq!(args.iter().any(|a| a.starts_with("--tls")), sc::tls_supported(), "{args:?}");
+    fn a_tls_secret_makes_the_resp_port_tls_only_and_turns_the_native_port_off() {
+        let args_for = |auth_clients| {
+            let mut s = store("demo");
+            s.spec.tls_secret = Some(TlsSecretRef { name: "demo-tls".into(), auth_clients });
+            let sts = build(&s, &resolve(&s).expect("valid").volume);
+            let pod = sts.spec.and_then(|s| s.template.spec).expect("pod");
+            let mounted = pod.containers[0].volume_mounts.clone().unwrap_or_default();
+            assert!(mounted.iter().any(|m| m.mount_path == sc::TLS_DIR), "{mounted:?}");
+            pod.containers[0].args.clone().expect("args")
+        };
+        let value = |args: &[String], flag: &str| {
+            let at = args.iter().position(|a| a == flag).unwrap_or_else(|| panic!("{flag} missing in {args:?}"));
+            args[at + 1].clone()
+        };
+        let args = args_for(cairn_crds::TlsClientAuth::No);
+        assert_eq!(value(&args, "--port"), "off");
+        assert_eq!(value(&args, "--native-port"), "off");
+        assert_eq!(value(&args, "--tls-port"), store("demo").spec.ports.resp.to_string());
+        assert_eq!(value(&args, "--tls-cert-file"), format!("{}/tls.crt", sc::TLS_DIR));
+        assert_eq!(value(&args, "--tls-auth-clients"), "no");
+        assert!(!args.iter().any(|a| a == "--tls-ca-cert-file"), "no CA needed: {args:?}");
+        let args = args_for(cairn_crds::TlsClientAuth::Yes);
+        assert_eq!(value(&args, "--tls-auth-clients"), "yes");
+        assert_eq!(value(&args, "--tls-ca-cert-file"), format!("{}/ca.crt", sc::TLS_DIR));
     }
 
     #[test]

@@ -54,7 +54,7 @@ impl DbOptions {
     /// ever bound: ports are unused).
     pub(crate) fn to_config(&self, dir: &Path) -> Config {
         Config {
-            port: 0,
+            port: Some(0),
             admin_port: 0,
             threads: Some(1),
             data_dir: dir.to_path_buf(),

@@ -3,7 +3,7 @@
 //! shared registries.
 
 use std::net::SocketAddr;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -11,6 +11,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 use crate::client::{Client, ClientHandle};
+use crate::connection::Stream;
 use crate::server::Server;
 use crate::stats::WorkerStats;
 
@@ -46,18 +47,43 @@ pub(crate) async fn admit<'a>(
     stats: &WorkerStats,
     refuse: impl FnOnce(&mut Vec<u8>),
 ) -> Option<(Client, Registration<'a>)> {
-    stats.connections_received.add(1);
     let _ = stream.set_nodelay(true);
+    let socket = Socket { peer, local: stream.local_addr().unwrap_or(peer), fd: stream.as_raw_fd() };
+    admit_stream(server, stream, socket, worker, stats, refuse).await
+}
+
+/// The TCP socket under a connection's stream.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Socket {
+    pub peer: SocketAddr,
+    pub local: SocketAddr,
+    /// Its descriptor (CLIENT KILL shuts it down).
+    pub fd: RawFd,
+}
+
+/// [`admit`] for any stream over a TCP `socket` (a TLS session after its
+/// handshake): the refusal goes through the stream.
+pub(crate) async fn admit_stream<'a, S: Stream>(
+    server: &'a Server,
+    stream: &mut S,
+    socket: Socket,
+    worker: usize,
+    stats: &WorkerStats,
+    refuse: impl FnOnce(&mut Vec<u8>),
+) -> Option<(Client, Registration<'a>)> {
+    stats.connections_received.add(1);
     if server.clients.len() >= server.runtime.maxclients.load(Ordering::Relaxed) {
         stats.rejected_connections.add(1);
         let mut refusal = Vec::new();
         refuse(&mut refusal);
-        let _ = stream.write_all(&refusal).await;
+        if stream.write_all(&refusal).await.is_ok() {
+            let _ = stream.flush().await;
+        }
         return None;
     }
-    let local = stream.local_addr().unwrap_or(peer);
     let now = cairn_engine::clock::now_ms();
-    let handle = Arc::new(ClientHandle::new(server.clients.next_id(), peer, local, stream.as_raw_fd(), worker, now));
+    let handle =
+        Arc::new(ClientHandle::new(server.clients.next_id(), socket.peer, socket.local, socket.fd, worker, now));
     server.clients.register(handle.clone());
     let registration = Registration { server, id: handle.id };
     let user = server.runtime.acl.default_user();

@@ -16,6 +16,30 @@ pub enum LogFormat {
     Json,
 }
 
+/// `--tls-auth-clients`: whether TLS clients must present a certificate.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TlsAuthClients {
+    /// A certificate signed by `--tls-ca-cert-file` is required.
+    #[default]
+    Yes,
+    /// Certificates are not asked for.
+    No,
+    /// A certificate is asked for and checked when the client sends one.
+    Optional,
+}
+
+/// The TLS listener's settings (`--tls-port` and its files).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsSettings {
+    /// Port (0: ephemeral).
+    pub port: u16,
+    pub cert_file: PathBuf,
+    pub key_file: PathBuf,
+    pub ca_cert_file: Option<PathBuf>,
+    pub auth_clients: TlsAuthClients,
+}
+
 /// Flags and environment variables. Every field is optional so that the
 /// config file can fill what the command line leaves out.
 #[derive(Debug, Default, Parser, Deserialize)]
@@ -26,13 +50,32 @@ pub struct Args {
     #[arg(long, env = "CAIRN_CONFIG")]
     #[serde(skip)]
     pub config: Option<PathBuf>,
-    /// RESP port (0 picks a free port).
-    #[arg(long, env = "CAIRN_PORT")]
-    pub port: Option<u16>,
+    /// RESP port (0 picks a free port; `off` disables plaintext RESP, with `--tls-port` set).
+    #[arg(long, env = "CAIRN_PORT", value_parser = parse_listen_port, allow_hyphen_values = true)]
+    #[serde(default, deserialize_with = "deserialize_listen_port")]
+    pub port: Option<ListenPort>,
+    /// RESP over TLS port (0 picks a free port; default `off`). Needs
+    /// `--tls-cert-file` and `--tls-key-file`; see docs/tls.md.
+    #[arg(long, env = "CAIRN_TLS_PORT", value_parser = parse_listen_port, allow_hyphen_values = true)]
+    #[serde(default, deserialize_with = "deserialize_listen_port")]
+    pub tls_port: Option<ListenPort>,
+    /// The server's certificate chain (PEM), leaf first.
+    #[arg(long, env = "CAIRN_TLS_CERT_FILE")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// The server's private key (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, env = "CAIRN_TLS_KEY_FILE")]
+    pub tls_key_file: Option<PathBuf>,
+    /// CA certificates (PEM) that sign the client certificates accepted.
+    #[arg(long, env = "CAIRN_TLS_CA_CERT_FILE")]
+    pub tls_ca_cert_file: Option<PathBuf>,
+    /// Whether TLS clients must present a certificate signed by the CA: yes
+    /// (the default, as in Redis), no, or optional (checked when given).
+    #[arg(long, env = "CAIRN_TLS_AUTH_CLIENTS", value_enum)]
+    pub tls_auth_clients: Option<TlsAuthClients>,
     /// Native binary protocol port (0 picks a free port; `off` disables it).
-    #[arg(long, env = "CAIRN_NATIVE_PORT", value_parser = parse_native_port, allow_hyphen_values = true)]
-    #[serde(default, deserialize_with = "deserialize_native_port")]
-    pub native_port: Option<NativePort>,
+    #[arg(long, env = "CAIRN_NATIVE_PORT", value_parser = parse_listen_port, allow_hyphen_values = true)]
+    #[serde(default, deserialize_with = "deserialize_listen_port")]
+    pub native_port: Option<ListenPort>,
     /// Address to listen on.
     #[arg(long, env = "CAIRN_BIND")]
     pub bind: Option<String>,
@@ -119,19 +162,19 @@ pub struct Args {
     pub admin_token_file: Option<PathBuf>,
 }
 
-/// `--native-port`: a port, or `off`.
+/// A listening port flag (`--port`, `--native-port`, `--tls-port`): a port, or `off`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NativePort {
+pub enum ListenPort {
     Port(u16),
     Off,
 }
 
-impl NativePort {
+impl ListenPort {
     /// The port to listen on, `None` when disabled.
     pub fn port(self) -> Option<u16> {
         match self {
-            NativePort::Port(p) => Some(p),
-            NativePort::Off => None,
+            ListenPort::Port(p) => Some(p),
+            ListenPort::Off => None,
         }
     }
 }
@@ -145,19 +188,19 @@ pub fn parse_on_off(text: &str) -> Result<bool, String> {
     }
 }
 
-/// Parses `--native-port`: a port number, or `off` / `-1` / `disabled`.
-pub fn parse_native_port(text: &str) -> Result<NativePort, String> {
+/// Parses a port flag: a port number, or `off` / `-1` / `disabled`.
+pub fn parse_listen_port(text: &str) -> Result<ListenPort, String> {
     match text.trim() {
-        "off" | "-1" | "disabled" | "none" => Ok(NativePort::Off),
+        "off" | "-1" | "disabled" | "none" => Ok(ListenPort::Off),
         other => other
             .parse::<u16>()
-            .map(NativePort::Port)
+            .map(ListenPort::Port)
             .map_err(|_| format!("`{other}` is not a port number (0-65535) or `off`")),
     }
 }
 
-/// In the config file: `native-port = 7379` or `native-port = "off"`.
-fn deserialize_native_port<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<NativePort>, D::Error> {
+/// In the config file: `native-port = 7379` or `native-port = "off"` (any port key).
+fn deserialize_listen_port<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<ListenPort>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum Raw {
@@ -168,7 +211,7 @@ fn deserialize_native_port<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Opt
         Raw::Number(n) => n.to_string(),
         Raw::Text(t) => t,
     };
-    parse_native_port(&text).map(Some).map_err(serde::de::Error::custom)
+    parse_listen_port(&text).map(Some).map_err(serde::de::Error::custom)
 }
 
 /// Default `--busy-poll-us`: about the cost of one sleep and wake-up on a
@@ -184,7 +227,10 @@ pub const DEFAULT_SCRIPT_INLINE_US: u64 = 1000;
 /// The resolved configuration the server runs with.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
-    pub port: u16,
+    /// Plaintext RESP port (`None`: off, only TLS; `Some(0)`: ephemeral).
+    pub port: Option<u16>,
+    /// RESP over TLS (`None`: off).
+    pub tls: Option<TlsSettings>,
     /// Native protocol port (`None`: disabled; `Some(0)`: ephemeral).
     pub native_port: Option<u16>,
     pub bind: String,
@@ -230,7 +276,8 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
-            port: 6379,
+            port: Some(6379),
+            tls: None,
             native_port: Some(7379),
             bind: "127.0.0.1".to_string(),
             threads: None,
@@ -357,7 +404,17 @@ impl Config {
                 .unwrap_or(d.snapshot_interval_secs),
             unsafe_skip_fsync: args.unsafe_skip_fsync.or(file.unsafe_skip_fsync).unwrap_or(false),
             rebalance: args.rebalance.or(file.rebalance).unwrap_or(d.rebalance),
-            port: args.port.or(file.port).unwrap_or(d.port),
+            port: match args.port.or(file.port) {
+                Some(given) => given.port(),
+                None => d.port,
+            },
+            tls: tls_settings(
+                args.tls_port.or(file.tls_port),
+                args.tls_cert_file.or(file.tls_cert_file),
+                args.tls_key_file.or(file.tls_key_file),
+                args.tls_ca_cert_file.or(file.tls_ca_cert_file),
+                args.tls_auth_clients.or(file.tls_auth_clients),
+            )?,
             native_port: match args.native_port.or(file.native_port) {
                 Some(given) => given.port(),
                 None => d.native_port,
@@ -413,6 +470,9 @@ impl Config {
         if self.snapshot_wal_bytes == 0 {
             return invalid("snapshot-wal-mb", "must be at least 1");
         }
+        if self.port.is_none() && self.tls.is_none() {
+            return invalid("port", "is off and so is tls-port: clients would have no RESP port");
+        }
         if let Some(cpus) = &self.cpus {
             crate::cpus::parse_cpu_list(cpus)
                 .map_err(|e| ConfigError::Invalid { name: "cpus", reason: e.to_string() })?;
@@ -424,7 +484,7 @@ impl Config {
     /// and the given data directory.
     pub fn for_tests(data_dir: &Path) -> Config {
         Config {
-            port: 0,
+            port: Some(0),
             native_port: Some(0),
             threads: Some(1),
             data_dir: data_dir.to_path_buf(),
@@ -433,6 +493,35 @@ impl Config {
             ..Config::default()
         }
     }
+}
+
+/// The TLS settings when `--tls-port` is on: the certificate and key are
+/// required, and the CA unless clients are not asked for certificates (as
+/// in Redis). Files named without a TLS port are an error, not ignored.
+fn tls_settings(
+    port: Option<ListenPort>,
+    cert_file: Option<PathBuf>,
+    key_file: Option<PathBuf>,
+    ca_cert_file: Option<PathBuf>,
+    auth_clients: Option<TlsAuthClients>,
+) -> Result<Option<TlsSettings>, ConfigError> {
+    let invalid = |name, reason: &str| ConfigError::Invalid { name, reason: reason.to_string() };
+    let Some(port) = port.and_then(ListenPort::port) else {
+        if cert_file.is_some() || key_file.is_some() || ca_cert_file.is_some() || auth_clients.is_some() {
+            return Err(invalid("tls-port", "is off, but TLS files or tls-auth-clients are set: set tls-port"));
+        }
+        return Ok(None);
+    };
+    let cert_file = cert_file.ok_or_else(|| invalid("tls-cert-file", "is required with tls-port"))?;
+    let key_file = key_file.ok_or_else(|| invalid("tls-key-file", "is required with tls-port"))?;
+    let auth_clients = auth_clients.unwrap_or_default();
+    if auth_clients != TlsAuthClients::No && ca_cert_file.is_none() {
+        return Err(invalid(
+            "tls-ca-cert-file",
+            "is required unless tls-auth-clients is no (client certificates are checked against it)",
+        ));
+    }
+    Ok(Some(TlsSettings { port, cert_file, key_file, ca_cert_file, auth_clients }))
 }
 
 /// The admin token, given inline or in a file (not both; never empty).
@@ -471,7 +560,7 @@ mod tests {
         std::fs::write(&file, "port = 7000\ndatabases = 4\nbind = \"0.0.0.0\"\n").unwrap();
         let args = Args::parse_from(["cairn", "--config", file.to_str().unwrap(), "--port", "7001"]);
         let config = Config::resolve(args).unwrap();
-        assert_eq!(config.port, 7001);
+        assert_eq!(config.port, Some(7001));
         assert_eq!(config.databases, 4);
         assert_eq!(config.bind, "0.0.0.0");
         assert_eq!(config.data_dir, PathBuf::from("./data"));
@@ -573,5 +662,25 @@ mod tests {
         let args = Args::parse_from(["cairn", "--config", file.to_str().unwrap()]);
         assert!(matches!(Config::resolve(args), Err(ConfigError::Parse { .. })));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn tls_flags_need_their_files_and_a_port_and_plaintext_can_be_turned_off() {
+        let resolve = |flags: &[&str]| Config::resolve(Args::parse_from([&["cairn"], flags].concat()));
+        let reason = |flags: &[&str]| match resolve(flags) {
+            Err(ConfigError::Invalid { name, reason }) => format!("{name}: {reason}"),
+            other => panic!("{flags:?} resolved to {other:?}"),
+        };
+        assert!(reason(&["--tls-cert-file", "a.crt"]).starts_with("tls-port:"));
+        assert!(reason(&["--tls-port", "6380"]).starts_with("tls-cert-file:"));
+        assert!(reason(&["--tls-port", "6380", "--tls-cert-file", "a.crt"]).starts_with("tls-key-file:"));
+        let no_ca = ["--tls-port", "6380", "--tls-cert-file", "a.crt", "--tls-key-file", "a.key"];
+        assert!(reason(&no_ca).starts_with("tls-ca-cert-file:"));
+        assert!(reason(&[&no_ca[..], &["--tls-auth-clients", "optional"]].concat()).starts_with("tls-ca-cert-file:"));
+        let config = resolve(&[&no_ca[..], &["--tls-auth-clients", "no", "--port", "off"]].concat()).expect("valid");
+        let tls = config.tls.expect("TLS settings");
+        assert_eq!((config.port, tls.port, tls.auth_clients), (None, 6380, TlsAuthClients::No));
+        assert!(reason(&["--port", "off"]).starts_with("port:"), "no RESP port at all is refused");
+        assert_eq!(resolve(&[]).expect("defaults").tls, None, "TLS is off by default");
     }
 }

@@ -91,6 +91,7 @@ pub const PARAMS: &[Param] = &[
     // Mutable in Redis 7; Cairn accepts only the current value (its
     // listeners are bound at start).
     p("port", Kind::Fixed, "6379", true),
+    p("tls-port", Kind::Fixed, "0", true),
     p("bind", Kind::Fixed, "127.0.0.1", true),
     p("dir", Kind::Str, "./data", false),
     p("proto-max-bulk-len", Kind::Memory { min: 1024 * 1024 }, "536870912", true),
@@ -382,7 +383,8 @@ impl RuntimeConfig {
             PARAMS.iter().map(|p| (p.name, p.default.to_string())).collect();
         values.insert("databases", config.databases.to_string());
         values.insert("maxclients", config.maxclients.to_string());
-        values.insert("port", config.port.to_string());
+        // As Redis: 0 when the port is off.
+        values.insert("port", config.port.unwrap_or(0).to_string());
         values.insert("bind", config.bind.clone());
         values.insert("dir", config.data_dir.display().to_string());
         values.insert("requirepass", config.requirepass.clone().unwrap_or_default());

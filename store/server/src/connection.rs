@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cairn_protocol::{parse_request, Argv, Limits, Parsed, ReplyWriter};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::futures::Notified;
 
@@ -29,6 +29,18 @@ const READ_CHUNK: usize = 16 * 1024;
 const MAX_SCRIPTS_PER_TRIP: usize = 64;
 /// Buffers above this size are shrunk back when idle.
 const SHRINK_ABOVE: usize = 1024 * 1024;
+
+/// A connection's byte stream: a TCP socket, or a TLS session over one.
+pub(crate) trait Stream: AsyncRead + AsyncWrite + Unpin {}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Stream for S {}
+
+/// Writes `bytes` and flushes them (a TLS session may hold encrypted bytes
+/// back until flushed; for a TCP socket the flush does nothing).
+async fn send<S: Stream>(stream: &mut S, bytes: &[u8]) -> std::io::Result<()> {
+    stream.write_all(bytes).await?;
+    stream.flush().await
+}
 
 /// Serves one connection until it closes, is killed, moves to another
 /// worker, or the server stops.
@@ -120,7 +132,7 @@ async fn carry_on(
     stats: &Arc<WorkerStats>,
 ) {
     server.rebalance.connection_started(worker);
-    let ended = connection_loop(server, &mut stream, &mut client, stats, worker).await;
+    let ended = connection_loop(server, &mut stream, &mut client, stats, worker, true).await;
     server.rebalance.connection_ended(worker);
     finish(server, stream, client, registration, ended, || Carried::Resp);
 }
@@ -169,19 +181,23 @@ pub(crate) fn may_move(client: &Client) -> bool {
 
 /// Why a connection loop ended early.
 #[derive(Debug, thiserror::Error)]
-enum ConnectionEnd {
+pub(crate) enum ConnectionEnd {
     #[error("i/o: {0}")]
     Io(#[from] std::io::Error),
     #[error("query buffer of {0} bytes exceeds client-query-buffer-limit")]
     QueryBufferLimit(usize),
 }
 
-async fn connection_loop(
+/// Serves `client` over `stream` until the connection ends; between two
+/// batches, a `movable` connection (a plain TCP socket) leaves when the
+/// rebalancer asks.
+pub(crate) async fn connection_loop<S: Stream>(
     server: &Arc<Server>,
-    stream: &mut TcpStream,
+    stream: &mut S,
     client: &mut Client,
     stats: &Arc<WorkerStats>,
     worker: usize,
+    movable: bool,
 ) -> Result<End, ConnectionEnd> {
     let mut input: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut output: Vec<u8> = Vec::with_capacity(READ_CHUNK);
@@ -199,7 +215,7 @@ async fn connection_loop(
             input.reserve(READ_CHUNK.max(input.len()));
         }
         if !std::mem::take(&mut unblocked) {
-            if input.is_empty() && may_move(client) {
+            if movable && input.is_empty() && may_move(client) {
                 if let Some(to) = server.rebalance.claim_move(worker) {
                     return Ok(End::MoveTo(to));
                 }
@@ -254,7 +270,7 @@ async fn connection_loop(
         // Messages delivered while the batch ran follow its replies.
         take_messages(server, client, &mut output);
         if !output.is_empty() {
-            stream.write_all(&output).await?;
+            send(stream, &output).await?;
             stats.net_output_bytes.add(output.len() as u64);
             output.clear();
         }
@@ -266,7 +282,7 @@ async fn connection_loop(
             if !await_durable(server, client.last_lsn).await {
                 return Ok(End::Closed);
             }
-            stream.write_all(&reply).await?;
+            send(stream, &reply).await?;
             stats.net_output_bytes.add(reply.len() as u64);
             unblocked = true;
             continue;
@@ -283,7 +299,7 @@ async fn connection_loop(
         }
         if let Some(wait) = client.wait_aof.take() {
             let reply = crate::persistence::waitaof::wait(server, &wait, client.protocol).await;
-            stream.write_all(&reply).await?;
+            send(stream, &reply).await?;
             stats.net_output_bytes.add(reply.len() as u64);
             unblocked = true;
             continue;
@@ -297,7 +313,7 @@ async fn connection_loop(
             if !await_durable(server, lsn).await {
                 return Ok(End::Closed);
             }
-            stream.write_all(&reply).await?;
+            send(stream, &reply).await?;
             stats.net_output_bytes.add(reply.len() as u64);
             unblocked = true;
             continue;
@@ -381,9 +397,9 @@ fn take_messages(server: &Server, client: &Client, output: &mut Vec<u8>) {
 /// Writes the pub/sub messages queued for an idle subscriber. False when the
 /// client was killed meanwhile (a subscriber over the output limit that
 /// stopped reading is killed while its write is pending).
-async fn write_messages<'h>(
+async fn write_messages<'h, S: Stream>(
     server: &Server,
-    stream: &mut TcpStream,
+    stream: &mut S,
     client: &Client,
     stats: &WorkerStats,
     output: &mut Vec<u8>,
@@ -392,25 +408,27 @@ async fn write_messages<'h>(
 ) -> std::io::Result<bool> {
     take_messages(server, client, output);
     if !output.is_empty() {
-        let write = stream.write_all(output);
-        tokio::pin!(write);
-        loop {
-            tokio::select! {
-                biased;
-                _ = signal.as_mut() => {
-                    if handle.is_killed() {
-                        return Ok(false);
+        let sent = output.len();
+        {
+            let mut write = std::pin::pin!(send(stream, output));
+            loop {
+                tokio::select! {
+                    biased;
+                    _ = signal.as_mut() => {
+                        if handle.is_killed() {
+                            return Ok(false);
+                        }
+                        // A push: it waits in the inbox for the next round.
+                        signal.set(handle.signalled());
                     }
-                    // A push: it waits in the inbox for the next round.
-                    signal.set(handle.signalled());
-                }
-                written = &mut write => {
-                    written?;
-                    break;
+                    written = &mut write => {
+                        written?;
+                        break;
+                    }
                 }
             }
         }
-        stats.net_output_bytes.add(output.len() as u64);
+        stats.net_output_bytes.add(sent as u64);
         output.clear();
     }
     shrink_if_idle(output);
@@ -419,9 +437,9 @@ async fn write_messages<'h>(
 
 /// Reads more bytes, honouring CONFIG `timeout` (idle clients are closed;
 /// as in Redis, subscribers are exempt: `timed` is false for them).
-pub(crate) async fn read_with_timeout(
+pub(crate) async fn read_with_timeout<S: Stream>(
     server: &Server,
-    stream: &mut TcpStream,
+    stream: &mut S,
     input: &mut Vec<u8>,
     timed: bool,
 ) -> std::io::Result<usize> {
@@ -438,9 +456,9 @@ pub(crate) async fn read_with_timeout(
 /// Waits while the client is blocked, still reading (and buffering) its input
 /// so that a closed connection is noticed. Returns the reply to send, or
 /// `None` when the connection must end.
-async fn wait_unblocked<'h>(
+async fn wait_unblocked<'h, S: Stream>(
     server: &Server,
-    stream: &mut TcpStream,
+    stream: &mut S,
     mut signal: Pin<&mut Notified<'h>>,
     handle: &'h crate::client::ClientHandle,
     waiter: &Arc<Waiter>,

@@ -16,7 +16,7 @@
 //! - [`connection`]: one client: read a batch, execute it, one write;
 //!   `admission`: maxclients and the client registry, for both protocols.
 //! - [`native`]: the native binary protocol's connections (same workers,
-//!   same commands, same WAL as RESP).
+//!   same commands, same WAL as RESP); [`tls`]: RESP over TLS (`--tls-port`).
 //! - [`commands`]: the command table, the dispatcher, one file per family.
 //! - [`client`]: per-connection state and the registry CLIENT LIST reads;
 //!   [`acl`]: ACL users (ACL SETUSER, AUTH user pass) and the NOPERM check.
@@ -89,6 +89,7 @@ pub mod server;
 pub mod shutdown;
 pub mod slowlog;
 pub mod stats;
+pub mod tls;
 pub mod tracking;
 pub mod used_memory;
 pub mod watch;
@@ -115,6 +116,10 @@ pub enum StartError {
     /// Another server or an embedded database holds `DATA_DIR/LOCK`.
     #[error(transparent)]
     Locked(#[from] persistence::lock::LockError),
+    #[error("cannot listen on {addr} (TLS port): {source}")]
+    TlsListen { addr: String, source: std::io::Error },
+    #[error("TLS: {0}")]
+    Tls(#[from] tls::TlsError),
     #[error("cannot listen on {addr} (native port): {source}")]
     NativeListen { addr: String, source: std::io::Error },
     #[error("cannot listen on {addr} (admin port): {source}")]
@@ -128,8 +133,11 @@ pub enum StartError {
 /// A started server.
 #[derive(Debug)]
 pub struct RunningServer {
-    /// The address the RESP listener is bound to (with the actual port).
+    /// The address of the plaintext RESP listener (with the actual port),
+    /// or of the TLS one when plaintext RESP is off (`--port off`).
     pub addr: SocketAddr,
+    /// The address of the RESP over TLS listener, if enabled.
+    pub tls_addr: Option<SocketAddr>,
     /// The address the native protocol listener is bound to, if enabled.
     pub native_addr: Option<SocketAddr>,
     /// The address the HTTP admin server is bound to (with the actual port).
@@ -168,10 +176,28 @@ pub fn start(mut config: Config, shutdown: Shutdown) -> Result<RunningServer, St
     std::fs::create_dir_all(&config.data_dir)
         .map_err(|source| StartError::DataDir { path: config.data_dir.display().to_string(), source })?;
     let lock = persistence::lock::DirLock::acquire(&config.data_dir)?;
-    let listen_error = |source| StartError::Listen { addr: format!("{}:{}", config.bind, config.port), source };
-    let wanted = listener::resolve(&config.bind, config.port).map_err(listen_error)?;
-    let (addr, listeners) = listener::bind_all(wanted, plan.len()).map_err(listen_error)?;
-    let (native_addr, native_listeners) = bind_native(&config, plan.len())?;
+    // Certificates first: a bad file fails the start before any port is taken.
+    let acceptor = config.tls.as_ref().map(tls::acceptor).transpose()?;
+    let (resp_addr, resp_listeners) =
+        bind_optional(&config.bind, config.port, plan.len(), |addr, source| StartError::Listen { addr, source })?;
+    let (tls_addr, tls_listeners) =
+        bind_optional(&config.bind, config.tls.as_ref().map(|t| t.port), plan.len(), |addr, source| {
+            StartError::TlsListen { addr, source }
+        })?;
+    let (native_addr, native_listeners) =
+        bind_optional(&config.bind, config.native_port, plan.len(), |addr, source| StartError::NativeListen {
+            addr,
+            source,
+        })?;
+    let Some(addr) = resp_addr.or(tls_addr) else {
+        return Err(StartError::Listen {
+            addr: config.bind.clone(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "no RESP port: --port and --tls-port are off",
+            ),
+        });
+    };
     let (admin_addr, admin_listener) = admin::bind(&config.admin_bind, config.admin_port).map_err(|source| {
         StartError::AdminListen { addr: format!("{}:{}", config.admin_bind, config.admin_port), source }
     })?;
@@ -182,11 +208,20 @@ pub fn start(mut config: Config, shutdown: Shutdown) -> Result<RunningServer, St
     // Resolved once, here: the workers read the configured value.
     let quota = cpu_quota::cpu_quota();
     config.resolve_spin_budgets(quota);
-    let server = Arc::new(Server::new(config, addr.port(), plan.len(), shutdown));
+    let server = Arc::new(Server::new(config, resp_addr.map_or(0, |a| a.port()), plan.len(), shutdown));
+    if let Some(tls_addr) = tls_addr {
+        server.runtime.set_all(&[("tls-port", tls_addr.port().to_string())]);
+    }
     let mut threads = Vec::with_capacity(plan.len() + 2);
+    let mut resp_listeners = resp_listeners.into_iter();
+    let mut tls_listeners = tls_listeners.into_iter();
     let mut native_listeners = native_listeners.into_iter();
-    for (index, (cpu, listener)) in plan.iter().zip(listeners).enumerate() {
-        let listeners = worker::Listeners { resp: listener, native: native_listeners.next() };
+    for (index, cpu) in plan.iter().enumerate() {
+        let listeners = worker::Listeners {
+            resp: resp_listeners.next(),
+            tls: tls_listeners.next().zip(acceptor.clone()),
+            native: native_listeners.next(),
+        };
         match worker::spawn(server.clone(), index, *cpu, listeners) {
             Ok(t) => threads.push(t),
             Err(e) => {
@@ -233,6 +268,7 @@ pub fn start(mut config: Config, shutdown: Shutdown) -> Result<RunningServer, St
     }
     tracing::info!(
         %addr,
+        tls_addr = ?tls_addr,
         %admin_addr,
         native_addr = ?native_addr,
         workers = plan.len(),
@@ -240,20 +276,22 @@ pub fn start(mut config: Config, shutdown: Shutdown) -> Result<RunningServer, St
         data_dir = %server.config.data_dir.display(),
         "Ready to accept connections"
     );
-    Ok(RunningServer { addr, native_addr, admin_addr, server, threads, _lock: lock })
+    Ok(RunningServer { addr, tls_addr, native_addr, admin_addr, server, threads, _lock: lock })
 }
 
-/// Binds one native-protocol listener per worker, unless the port is off.
-fn bind_native(
-    config: &Config,
+/// Binds one listener per worker on `port` of `bind`, unless the port is
+/// off (`None`).
+fn bind_optional(
+    bind: &str,
+    port: Option<u16>,
     workers: usize,
+    error: impl Fn(String, std::io::Error) -> StartError,
 ) -> Result<(Option<SocketAddr>, Vec<std::net::TcpListener>), StartError> {
-    let Some(port) = config.native_port else {
+    let Some(port) = port else {
         return Ok((None, Vec::new()));
     };
-    let native_error = |source| StartError::NativeListen { addr: format!("{}:{}", config.bind, port), source };
-    let wanted = listener::resolve(&config.bind, port).map_err(native_error)?;
-    let (addr, listeners) = listener::bind_all(wanted, workers).map_err(native_error)?;
+    let wanted = listener::resolve(bind, port).map_err(|e| error(format!("{bind}:{port}"), e))?;
+    let (addr, listeners) = listener::bind_all(wanted, workers).map_err(|e| error(format!("{bind}:{port}"), e))?;
     Ok((Some(addr), listeners))
 }
 

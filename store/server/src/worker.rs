@@ -15,9 +15,11 @@ use crate::busy_poll::BusyPoll;
 use crate::server::Server;
 
 /// A worker's listening sockets.
-#[derive(Debug)]
 pub struct Listeners {
-    pub resp: StdListener,
+    /// Plaintext RESP, unless `--port off`.
+    pub resp: Option<StdListener>,
+    /// RESP over TLS and its acceptor, when `--tls-port` is set.
+    pub tls: Option<(StdListener, crate::tls::TlsAcceptor)>,
     /// The native protocol's listener, unless `--native-port off`.
     pub native: Option<StdListener>,
 }
@@ -76,47 +78,83 @@ pub fn spawn(
     })
 }
 
+/// A worker's listeners on its event loop.
+struct Registered {
+    resp: Option<TcpListener>,
+    tls: Option<(TcpListener, crate::tls::TlsAcceptor)>,
+    native: Option<TcpListener>,
+}
+
+impl Registered {
+    fn new(listeners: Listeners) -> std::io::Result<Registered> {
+        Ok(Registered {
+            resp: listeners.resp.map(TcpListener::from_std).transpose()?,
+            tls: match listeners.tls {
+                Some((listener, acceptor)) => Some((TcpListener::from_std(listener)?, acceptor)),
+                None => None,
+            },
+            native: listeners.native.map(TcpListener::from_std).transpose()?,
+        })
+    }
+
+    /// A socket the event loop watches (the busy poller finds its epoll
+    /// instance through it).
+    fn any_fd(&self) -> Option<std::os::fd::RawFd> {
+        let tls = self.tls.as_ref().map(|(listener, _)| listener);
+        self.resp.as_ref().or(tls).or(self.native.as_ref()).map(|l| l.as_raw_fd())
+    }
+}
+
 async fn run(server: Arc<Server>, index: usize, listeners: Listeners, poller: BusyPoll) {
-    let registered = TcpListener::from_std(listeners.resp)
-        .and_then(|resp| Ok((resp, listeners.native.map(TcpListener::from_std).transpose()?)));
-    let (listener, native) = match registered {
-        Ok(pair) => pair,
+    let listeners = match Registered::new(listeners) {
+        Ok(registered) => registered,
         Err(e) => {
             tracing::error!(worker = index, error = %e, "cannot register the listener");
             server.shutdown.trigger();
             return;
         }
     };
-    poller.attach(listener.as_raw_fd());
+    if let Some(fd) = listeners.any_fd() {
+        poller.attach(fd);
+    }
     tokio::task::spawn_local(housekeeping(server.clone(), index));
     let stats = server.workers[index].clone();
     let mut arrivals = server.rebalance.take_inbox(index);
+    let tls = listeners.tls.as_ref().map(|(listener, _)| listener);
     loop {
         tokio::select! {
             _ = server.shutdown.wait() => break,
             Some(moving) = arrive(arrivals.as_mut()) => {
                 tokio::task::spawn_local(crate::connection::resume(server.clone(), moving, index, stats.clone()));
             }
-            accepted = listener.accept() => match accepted {
+            accepted = accept_on(listeners.resp.as_ref()) => match accepted {
                 Ok((stream, peer)) => {
                     tokio::task::spawn_local(crate::connection::serve(server.clone(), stream, peer, index, stats.clone()));
                 }
-                Err(e) => {
-                    tracing::warn!(worker = index, error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
+                Err(e) => accept_failed(index, "RESP", e).await,
             },
-            accepted = accept_native(native.as_ref()) => match accepted {
+            accepted = accept_on(tls) => match (accepted, listeners.tls.as_ref()) {
+                (Ok((stream, peer)), Some((_, acceptor))) => {
+                    let serve = crate::tls::serve(server.clone(), acceptor.clone(), stream, peer, index, stats.clone());
+                    tokio::task::spawn_local(serve);
+                }
+                (Ok(_), None) => {}
+                (Err(e), _) => accept_failed(index, "TLS", e).await,
+            },
+            accepted = accept_on(listeners.native.as_ref()) => match accepted {
                 Ok((stream, peer)) => {
                     tokio::task::spawn_local(crate::native::serve(server.clone(), stream, peer, index, stats.clone()));
                 }
-                Err(e) => {
-                    tracing::warn!(worker = index, error = %e, "native accept failed");
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
+                Err(e) => accept_failed(index, "native", e).await,
             },
         }
     }
+}
+
+/// Logs a failed accept (out of descriptors, usually) and backs off a little.
+async fn accept_failed(index: usize, port: &str, error: std::io::Error) {
+    tracing::warn!(worker = index, port, error = %error, "accept failed");
+    tokio::time::sleep(Duration::from_millis(10)).await;
 }
 
 /// The next connection moving here from another worker; `None` once the
@@ -150,10 +188,8 @@ impl ParkClock {
     }
 }
 
-/// Accepts on the native listener; never resolves when there is none.
-async fn accept_native(
-    listener: Option<&TcpListener>,
-) -> std::io::Result<(tokio::net::TcpStream, std::net::SocketAddr)> {
+/// Accepts on `listener`; never resolves when there is none.
+async fn accept_on(listener: Option<&TcpListener>) -> std::io::Result<(tokio::net::TcpStream, std::net::SocketAddr)> {
     match listener {
         Some(l) => l.accept().await,
         None => std::future::pending().await,

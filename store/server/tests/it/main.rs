@@ -42,5 +42,6 @@ mod slowlog;
 mod sort;
 mod streams;
 mod tier_switch;
+mod tls;
 mod tracking;
 mod zsets;
