@@ -381,8 +381,9 @@ pub struct KVStoreStatus {
 pub struct Endpoints {
     /// RESP endpoint.
     pub resp: String,
-    /// Native protocol endpoint.
-    pub native: String,
+    /// Native protocol endpoint (none when the store serves TLS: the native port is off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native: Option<String>,
     /// HTTP admin endpoint.
     pub admin: String,
 }

@@ -347,6 +347,16 @@ async fn a_store_with_a_tls_secret_serves_resp_over_tls_only_from_the_secret() {
     }
     let volumes = pod["volumes"].as_array().expect("volumes");
     assert!(volumes.iter().any(|v| v["secret"]["secretName"] == "demo-tls"), "{volumes:?}");
+    // The native port is off: neither the container nor the Services nor the status name it.
+    let names = |ports: &Value| -> Vec<String> {
+        ports.as_array().expect("ports").iter().filter_map(|p| p["name"].as_str().map(String::from)).collect()
+    };
+    assert_eq!(names(&pod["containers"][0]["ports"]), ["resp", "admin"]);
+    let service = &find(&calls, "PATCH", "/services/demo").expect("client Service").body;
+    assert_eq!(names(&service["spec"]["ports"]), ["resp", "admin"]);
+    let status = &find(&calls, "PATCH", "/kvstores/demo/status").expect("status").body["status"];
+    assert_eq!(status["endpoints"]["resp"], "demo.default.svc:6379");
+    assert!(status["endpoints"].get("native").is_none(), "{status}");
 }
 
 #[tokio::test]
@@ -443,6 +453,20 @@ async fn benchmark_waits_for_the_store_to_be_ready() {
     let status = &find(&calls, "PATCH", "/kvstorebenchmarks/run1/status").expect("status").body["status"];
     assert_eq!(status["phase"], "Pending");
     assert_eq!(condition(status, "Ready")["reason"], "StoreNotReady");
+}
+
+#[tokio::test]
+async fn a_benchmark_against_a_tls_store_waits_and_says_why() {
+    let mut tls = store_json();
+    tls["spec"]["tlsSecret"] = json!({"name": "demo-tls"});
+    let world = World { store: Some(tls), ..World::default() };
+    let (action, calls) = with_api(world, |ctx| benchmark::reconcile(Arc::new(bench()), ctx)).await;
+    assert_eq!(action.expect("reconcile"), Action::requeue(benchmark::REQUEUE_WAITING));
+    assert!(find(&calls, "PATCH", "/jobs/run1-bench").is_none(), "no Job that could not connect");
+    let status = &find(&calls, "PATCH", "/kvstorebenchmarks/run1/status").expect("status").body["status"];
+    assert_eq!(status["phase"], "Pending");
+    assert_eq!(condition(status, "Ready")["reason"], "StoreServesTls");
+    assert!(status["message"].as_str().unwrap_or("").contains("cairn-bench has no TLS"), "{status}");
 }
 
 #[tokio::test]

@@ -14,6 +14,18 @@ use kube::Resource;
 
 use crate::store_contract::RUN_AS_USER;
 
+/// The named ports the pod listens on: RESP and admin always, the native protocol unless the
+/// store serves TLS (the native protocol has no TLS, so its port is off then).
+pub fn served_ports(spec: &cairn_crds::KVStoreSpec) -> Vec<(&'static str, i32)> {
+    let p = &spec.ports;
+    let mut ports = vec![("resp", p.resp)];
+    if spec.tls_secret.is_none() {
+        ports.push(("native", p.native));
+    }
+    ports.push(("admin", p.admin));
+    ports
+}
+
 /// Metadata of an owned object: name, namespace, labels and the controller owner reference
 /// (absent when the owner has no uid yet, as in `cairn-operator render`).
 pub fn owned_meta<K: Resource<DynamicType = ()>>(

@@ -8,8 +8,7 @@ use crate::labels::{headless_service_name, selector_labels, store_labels};
 
 /// Named ports shared by both Services.
 pub fn ports(store: &KVStore) -> Vec<ServicePort> {
-    let p = &store.spec.ports;
-    [("resp", p.resp), ("native", p.native), ("admin", p.admin)]
+    super::served_ports(&store.spec)
         .into_iter()
         .map(|(name, port)| ServicePort {
             name: Some(name.into()),

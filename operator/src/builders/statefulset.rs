@@ -135,7 +135,7 @@ fn container(store: &KVStore, memory: &str) -> Container {
         args: Some(args(store)),
         env,
         ports: Some(
-            [("resp", spec.ports.resp), ("native", spec.ports.native), ("admin", spec.ports.admin)]
+            super::served_ports(spec)
                 .into_iter()
                 .map(|(name, port)| ContainerPort {
                     name: Some(name.into()),

@@ -210,7 +210,7 @@ async fn reconcile_inner(store: &KVStore, ctx: &Context) -> Result<Action, Error
         ready_replicas: ready,
         endpoints: Some(Endpoints {
             resp: format!("{svc}:{}", ports.resp),
-            native: format!("{svc}:{}", ports.native),
+            native: store.spec.tls_secret.is_none().then(|| format!("{svc}:{}", ports.native)),
             admin: format!("{svc}:{}", ports.admin),
         }),
         volume: Some(VolumeStatus {
