@@ -47,8 +47,7 @@ pub(crate) async fn admit<'a>(
     stats: &WorkerStats,
     refuse: impl FnOnce(&mut Vec<u8>),
 ) -> Option<(Client, Registration<'a>)> {
-    let _ = stream.set_nodelay(true);
-    let socket = Socket { peer, local: stream.local_addr().unwrap_or(peer), fd: stream.as_raw_fd() };
+    let socket = Socket::accepted(stream, peer);
     admit_stream(server, stream, socket, worker, stats, refuse).await
 }
 
@@ -59,6 +58,15 @@ pub(crate) struct Socket {
     pub local: SocketAddr,
     /// Its descriptor (CLIENT KILL shuts it down).
     pub fd: RawFd,
+}
+
+impl Socket {
+    /// A freshly accepted socket from `peer`: Nagle off (one write per
+    /// batch of replies), its addresses and descriptor noted.
+    pub(crate) fn accepted(stream: &TcpStream, peer: SocketAddr) -> Socket {
+        let _ = stream.set_nodelay(true);
+        Socket { peer, local: stream.local_addr().unwrap_or(peer), fd: stream.as_raw_fd() }
+    }
 }
 
 /// [`admit`] for any stream over a TCP `socket` (a TLS session after its

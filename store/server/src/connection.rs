@@ -51,11 +51,15 @@ pub async fn serve(
     worker: usize,
     stats: Arc<WorkerStats>,
 ) {
-    let refuse = |out: &mut Vec<u8>| out.extend_from_slice(b"-ERR max number of clients reached\r\n");
-    let Some((client, registration)) = admit(&server, &mut stream, peer, worker, &stats, refuse).await else {
+    let Some((client, registration)) = admit(&server, &mut stream, peer, worker, &stats, refuse_resp).await else {
         return;
     };
     carry_on(&server, stream, client, registration, worker, &stats).await;
+}
+
+/// The RESP refusal of a connection above `maxclients`.
+pub(crate) fn refuse_resp(out: &mut Vec<u8>) {
+    out.extend_from_slice(b"-ERR max number of clients reached\r\n");
 }
 
 /// Carries on with a connection another worker handed to this one

@@ -8,7 +8,6 @@
 //! its session state lives in the stream on this worker's event loop.
 
 use std::net::SocketAddr;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,7 +22,7 @@ pub use tokio_rustls::TlsAcceptor;
 
 use crate::admission::{admit_stream, release, Socket};
 use crate::config::{TlsAuthClients, TlsSettings};
-use crate::connection::connection_loop;
+use crate::connection::{connection_loop, refuse_resp};
 use crate::server::Server;
 use crate::stats::WorkerStats;
 
@@ -107,8 +106,7 @@ pub async fn serve(
     worker: usize,
     stats: Arc<WorkerStats>,
 ) {
-    let _ = stream.set_nodelay(true);
-    let socket = Socket { peer, local: stream.local_addr().unwrap_or(peer), fd: stream.as_raw_fd() };
+    let socket = Socket::accepted(&stream, peer);
     let mut stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
         Ok(Ok(stream)) => stream,
         Ok(Err(e)) => {
@@ -120,8 +118,8 @@ pub async fn serve(
             return;
         }
     };
-    let refuse = |out: &mut Vec<u8>| out.extend_from_slice(b"-ERR max number of clients reached\r\n");
-    let Some((mut client, registration)) = admit_stream(&server, &mut stream, socket, worker, &stats, refuse).await
+    let Some((mut client, registration)) =
+        admit_stream(&server, &mut stream, socket, worker, &stats, refuse_resp).await
     else {
         return;
     };

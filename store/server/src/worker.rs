@@ -120,7 +120,6 @@ async fn run(server: Arc<Server>, index: usize, listeners: Listeners, poller: Bu
     tokio::task::spawn_local(housekeeping(server.clone(), index));
     let stats = server.workers[index].clone();
     let mut arrivals = server.rebalance.take_inbox(index);
-    let tls = listeners.tls.as_ref().map(|(listener, _)| listener);
     loop {
         tokio::select! {
             _ = server.shutdown.wait() => break,
@@ -133,13 +132,11 @@ async fn run(server: Arc<Server>, index: usize, listeners: Listeners, poller: Bu
                 }
                 Err(e) => accept_failed(index, "RESP", e).await,
             },
-            accepted = accept_on(tls) => match (accepted, listeners.tls.as_ref()) {
-                (Ok((stream, peer)), Some((_, acceptor))) => {
-                    let serve = crate::tls::serve(server.clone(), acceptor.clone(), stream, peer, index, stats.clone());
-                    tokio::task::spawn_local(serve);
+            accepted = accept_tls(listeners.tls.as_ref()) => match accepted {
+                Ok((stream, peer, acceptor)) => {
+                    tokio::task::spawn_local(crate::tls::serve(server.clone(), acceptor, stream, peer, index, stats.clone()));
                 }
-                (Ok(_), None) => {}
-                (Err(e), _) => accept_failed(index, "TLS", e).await,
+                Err(e) => accept_failed(index, "TLS", e).await,
             },
             accepted = accept_on(listeners.native.as_ref()) => match accepted {
                 Ok((stream, peer)) => {
@@ -194,6 +191,19 @@ async fn accept_on(listener: Option<&TcpListener>) -> std::io::Result<(tokio::ne
         Some(l) => l.accept().await,
         None => std::future::pending().await,
     }
+}
+
+/// Accepts on the TLS listener, with the acceptor that will handshake;
+/// never resolves when there is none.
+async fn accept_tls(
+    tls: Option<&(TcpListener, crate::tls::TlsAcceptor)>,
+) -> std::io::Result<(tokio::net::TcpStream, std::net::SocketAddr, crate::tls::TlsAcceptor)> {
+    let (listener, acceptor) = match tls {
+        Some((listener, acceptor)) => (listener, acceptor),
+        None => return std::future::pending().await,
+    };
+    let (stream, peer) = listener.accept().await?;
+    Ok((stream, peer, acceptor.clone()))
 }
 
 /// Periodic work: active expiry of this worker's shards, and (worker 0) the
