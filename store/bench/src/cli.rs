@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::config::{fresh_prefix, RunConfig, Stop};
 use crate::keys::KeyNamer;
 use crate::stream::Io;
+use crate::tls::{host_of, ClientIdentity, TlsClient, TlsError, TlsSettings};
 use crate::workload::{parse_duration, KeyPattern, OpMix, Shape, WorkloadError};
 
 #[derive(Debug, Parser)]
@@ -39,11 +40,63 @@ pub struct ServerArgs {
     /// AUTH password.
     #[arg(long, env = "CAIRN_BENCH_PASSWORD", hide_env_values = true)]
     pub password: Option<String>,
+    #[command(flatten)]
+    pub tls: TlsArgs,
 }
 
 impl ServerArgs {
     pub fn addr(&self) -> String {
         self.target.clone().unwrap_or_else(|| format!("{}:{}", self.host, self.port))
+    }
+
+    /// What `--tls` and its files say, if TLS is on (no file is read here).
+    pub fn tls_settings(&self) -> Option<TlsSettings> {
+        self.tls.settings(&self.addr())
+    }
+
+    /// The loaded TLS client configuration, if TLS is on: a missing or bad file is an error here,
+    /// before any connection.
+    pub fn tls_client(&self) -> Result<Option<TlsClient>, TlsError> {
+        self.tls_settings().as_ref().map(TlsClient::new).transpose()
+    }
+}
+
+/// RESP over TLS (the server's `--tls-port`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct TlsArgs {
+    /// Connect with TLS (RESP only: the native protocol has no TLS).
+    #[arg(long, requires = "tls_ca_cert")]
+    pub tls: bool,
+    /// PEM bundle of the CA certificates that verify the server's certificate (required with --tls).
+    #[arg(long, value_name = "FILE", requires = "tls")]
+    pub tls_ca_cert: Option<PathBuf>,
+    /// Client certificate chain (PEM), for servers that ask for one (--tls-auth-clients yes|optional).
+    #[arg(long, value_name = "FILE", requires_all = ["tls", "tls_key"])]
+    pub tls_cert: Option<PathBuf>,
+    /// Private key of --tls-cert (PEM).
+    #[arg(long, value_name = "FILE", requires_all = ["tls", "tls_cert"])]
+    pub tls_key: Option<PathBuf>,
+    /// Name sent as SNI and checked against the server's certificate (default: the host part of
+    /// the target address).
+    #[arg(long, value_name = "NAME", requires = "tls")]
+    pub tls_server_name: Option<String>,
+}
+
+impl TlsArgs {
+    /// The settings for a server at `addr`, if `--tls` is on.
+    pub fn settings(&self, addr: &str) -> Option<TlsSettings> {
+        if !self.tls {
+            return None;
+        }
+        let identity = match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => Some(ClientIdentity { cert: cert.clone(), key: key.clone() }),
+            _ => None,
+        };
+        Some(TlsSettings {
+            ca_cert: self.tls_ca_cert.clone().unwrap_or_default(),
+            identity,
+            server_name: self.tls_server_name.clone().unwrap_or_else(|| host_of(addr).to_string()),
+        })
     }
 }
 
@@ -132,6 +185,30 @@ pub struct RunArgs {
 }
 
 impl RunArgs {
+    /// The loaded TLS client configuration if `--tls` is on; refuses the native protocol (it has
+    /// no TLS) and blocking sockets (a TLS session needs an evented one).
+    pub fn tls_client(&self) -> Result<Option<TlsClient>, TlsError> {
+        if !self.server.tls.tls {
+            return Ok(None);
+        }
+        if self.protocol != Protocol::Resp {
+            return Err(TlsError::NativeProtocol);
+        }
+        if self.io == Io::Blocking {
+            return Err(TlsError::BlockingIo);
+        }
+        self.server.tls_client()
+    }
+
+    /// The socket mode asked for; TLS connections are always evented.
+    fn io(&self) -> Io {
+        if self.server.tls.tls {
+            Io::Evented
+        } else {
+            self.io
+        }
+    }
+
     pub fn config(&self) -> Result<RunConfig, WorkloadError> {
         let stop = match (&self.duration, self.requests) {
             (Some(d), _) => Stop::Duration(parse_duration(d)?),
@@ -143,7 +220,7 @@ impl RunArgs {
             clients: self.clients,
             pipeline: self.pipeline,
             threads: self.threads as usize,
-            io: self.io,
+            io: self.io(),
             stop,
             warmup: parse_duration(&self.warmup)?,
             keyspace: self.keyspace,
@@ -221,5 +298,69 @@ mod tests {
         let cli = Cli::try_parse_from(["cairn-bench", "run", "--ops", "nope"]).unwrap();
         let Command::Run(args) = cli.command else { panic!("not run") };
         assert!(args.config().is_err());
+    }
+
+    fn run_args(extra: &[&str]) -> Result<RunArgs, clap::Error> {
+        let mut argv = vec!["cairn-bench", "run", "--target", "demo.default.svc:6379"];
+        argv.extend_from_slice(extra);
+        match Cli::try_parse_from(argv)?.command {
+            Command::Run(args) => Ok(args),
+            other => panic!("not run: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn tls_flags_name_the_files_and_default_the_server_name_to_the_target_host() {
+        let args = run_args(&["--tls", "--tls-ca-cert", "/t/ca.crt"]).unwrap();
+        let settings = args.server.tls_settings().expect("TLS on");
+        assert_eq!(settings.ca_cert, PathBuf::from("/t/ca.crt"));
+        assert_eq!((settings.identity, settings.server_name.as_str()), (None, "demo.default.svc"));
+
+        let args = run_args(&[
+            "--tls",
+            "--tls-ca-cert",
+            "/t/ca.crt",
+            "--tls-cert",
+            "/t/tls.crt",
+            "--tls-key",
+            "/t/tls.key",
+            "--tls-server-name",
+            "cairn.example",
+        ])
+        .unwrap();
+        let settings = args.server.tls_settings().expect("TLS on");
+        let identity = settings.identity.expect("client identity");
+        assert_eq!((identity.cert, identity.key), (PathBuf::from("/t/tls.crt"), PathBuf::from("/t/tls.key")));
+        assert_eq!(settings.server_name, "cairn.example");
+        assert!(run_args(&[]).unwrap().server.tls_settings().is_none());
+    }
+
+    #[test]
+    fn tls_flags_that_cannot_work_are_usage_errors() {
+        for extra in [
+            &["--tls"][..],
+            &["--tls-ca-cert", "/t/ca.crt"],
+            &["--tls", "--tls-ca-cert", "/t/ca.crt", "--tls-cert", "/t/tls.crt"],
+            &["--tls", "--tls-ca-cert", "/t/ca.crt", "--tls-key", "/t/tls.key"],
+            &["--tls-server-name", "x"],
+        ] {
+            assert!(run_args(extra).is_err(), "{extra:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn tls_refuses_the_native_protocol_and_blocking_sockets_and_makes_auto_evented() {
+        let tls = ["--tls", "--tls-ca-cert", "/nonexistent/ca.crt"];
+        for protocol in ["native", "native-pipeline"] {
+            let args = run_args(&[&tls[..], &["--protocol", protocol]].concat()).unwrap();
+            assert!(matches!(args.tls_client(), Err(TlsError::NativeProtocol)), "{protocol}");
+        }
+        let args = run_args(&[&tls[..], &["--io", "blocking"]].concat()).unwrap();
+        assert!(matches!(args.tls_client(), Err(TlsError::BlockingIo)));
+        // One connection on one thread would be blocking without TLS.
+        let args = run_args(&[&tls[..], &["--clients", "1"]].concat()).unwrap();
+        assert_eq!(args.config().unwrap().io, Io::Evented);
+        assert!(matches!(args.tls_client(), Err(TlsError::Read { .. })), "the CA file is read up front");
+        assert_eq!(run_args(&["--clients", "1"]).unwrap().config().unwrap().io, Io::Blocking);
     }
 }

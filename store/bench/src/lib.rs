@@ -9,7 +9,8 @@
 //! - [`resp`]: RESP requests (encoded by hand) and replies (parsed from a buffer).
 //! - [`target`]: the [`target::Target`] / [`target::Connection`] abstraction and its RESP
 //!   implementation; [`native`]: the native binary protocol as a second target; [`stream`]: a
-//!   connection's socket, evented (tokio) or blocking (one connection per driver thread).
+//!   connection's socket, evented (tokio) or blocking (one connection per driver thread), or a
+//!   TLS session; [`tls`]: the TLS client configuration (`--tls`).
 //! - [`model`]: what each connection expects of every reply and of the final state.
 //! - [`driver`]: one connection's life (prefill, warm-up, measured phase, final check);
 //!   [`run`]: all connections together, merged into a [`report::RunReport`].
@@ -37,4 +38,5 @@ pub mod run;
 pub mod stats;
 pub mod stream;
 pub mod target;
+pub mod tls;
 pub mod workload;

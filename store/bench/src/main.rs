@@ -48,13 +48,14 @@ fn runtime(threads: usize) -> anyhow::Result<tokio::runtime::Runtime> {
 
 fn run_command(args: &RunArgs) -> anyhow::Result<bool> {
     let config = args.config()?;
+    let tls = args.tls_client()?;
     let (addr, password) = (args.server.addr(), args.server.password.clone());
     let show_progress = !args.no_progress && !args.json && progress::wanted();
     let ack_log = args.ack_log.as_deref();
     let runtime = runtime(config.threads)?;
     let report = match args.protocol {
         Protocol::Resp => {
-            let target = RespTarget::new(addr, password).with_io(config.io);
+            let target = RespTarget::new(addr, password).with_io(config.io).with_tls(tls);
             runtime.block_on(run::run(target, config, ack_log, show_progress))?
         }
         Protocol::Native | Protocol::NativePipeline => {
@@ -84,7 +85,7 @@ fn run_command(args: &RunArgs) -> anyhow::Result<bool> {
 
 fn verify_command(args: &VerifyArgs) -> anyhow::Result<bool> {
     let log = ack_log::read(&args.ack_log)?;
-    let target = RespTarget::new(args.server.addr(), args.server.password.clone());
+    let target = RespTarget::new(args.server.addr(), args.server.password.clone()).with_tls(args.server.tls_client()?);
     let report = runtime(1)?.block_on(audit::audit(&target, &log))?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

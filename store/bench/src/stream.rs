@@ -17,6 +17,10 @@
 //!
 //! Both implement tokio's `AsyncRead`/`AsyncWrite`, so the RESP and native connections are the
 //! same code in both modes; a blocking stream's futures are always ready.
+//!
+//! A third variant, **TLS** (`--tls`), is an evented socket under a rustls client session
+//! ([`crate::tls`]). It has no blocking form: the TLS stream reads ahead after each record,
+//! which on a blocking socket would wait for bytes the server never sends.
 
 use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -25,6 +29,7 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
 
 /// How a connection waits for its socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize)]
@@ -50,11 +55,13 @@ impl Io {
     }
 }
 
-/// A connected TCP socket in either mode.
+/// A connected TCP socket in either mode, or a TLS session over an evented one.
 #[derive(Debug)]
 pub enum Stream {
     Evented(TcpStream),
     Blocking(BlockingSocket),
+    /// Boxed: a client session is several times the size of a socket.
+    Tls(Box<TlsStream<TcpStream>>),
 }
 
 /// A blocking socket and the epoll instance its reads wait in.
@@ -108,6 +115,11 @@ impl Stream {
         }
         Ok(Stream::Blocking(BlockingSocket::new(stream.into_std()?)?))
     }
+
+    /// A completed TLS session (always evented).
+    pub fn tls(session: TlsStream<TcpStream>) -> Stream {
+        Stream::Tls(Box::new(session))
+    }
 }
 
 /// Retries a system call interrupted by a signal, as `std`'s own `read_exact` does.
@@ -138,6 +150,7 @@ impl AsyncRead for Stream {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
         match self.get_mut() {
             Stream::Evented(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
             Stream::Blocking(s) => {
                 s.wait_readable()?;
                 let n = retry_interrupted(|| recv_uninit(&s.socket, buf))?;
@@ -154,6 +167,7 @@ impl AsyncWrite for Stream {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<std::io::Result<usize>> {
         match self.get_mut() {
             Stream::Evented(s) => Pin::new(s).poll_write(cx, data),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, data),
             Stream::Blocking(s) => Poll::Ready(retry_interrupted(|| s.socket.write(data))),
         }
     }
@@ -161,6 +175,7 @@ impl AsyncWrite for Stream {
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         match self.get_mut() {
             Stream::Evented(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
             Stream::Blocking(_) => Poll::Ready(Ok(())),
         }
     }
@@ -168,6 +183,7 @@ impl AsyncWrite for Stream {
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         match self.get_mut() {
             Stream::Evented(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
             Stream::Blocking(s) => Poll::Ready(s.socket.shutdown(std::net::Shutdown::Write)),
         }
     }

@@ -10,6 +10,7 @@ use tokio::net::TcpStream;
 
 use crate::resp::{encode_request, parse_reply, ProtocolError, Reply};
 use crate::stream::{Io, Stream};
+use crate::tls::TlsClient;
 
 /// Failures talking to a server.
 #[derive(Debug, thiserror::Error)]
@@ -18,6 +19,8 @@ pub enum TargetError {
     Connect { addr: String, source: std::io::Error },
     #[error("connecting to {0} timed out")]
     ConnectTimeout(String),
+    #[error("TLS handshake with {addr} failed: {source}")]
+    Tls { addr: String, source: std::io::Error },
     #[error("I/O error on {addr}: {source}")]
     Io { addr: String, source: std::io::Error },
     #[error("{addr} closed the connection")]
@@ -52,44 +55,71 @@ pub trait Connection: Send + 'static {
     fn received_at(&self) -> Instant;
 }
 
-/// A RESP2 server on TCP.
+/// A RESP2 server on TCP, or over TLS.
 #[derive(Debug, Clone)]
 pub struct RespTarget {
     pub addr: String,
     pub password: Option<String>,
     pub connect_timeout: Duration,
     /// Evented or blocking sockets (resolved: never [`Io::Auto`] here, which counts as evented).
+    /// Ignored with TLS, whose connections are always evented.
     pub io: Io,
+    /// Connect with TLS (the server's `--tls-port`).
+    pub tls: Option<TlsClient>,
 }
 
 impl RespTarget {
     pub fn new(addr: impl Into<String>, password: Option<String>) -> RespTarget {
-        RespTarget { addr: addr.into(), password, connect_timeout: Duration::from_secs(10), io: Io::Evented }
+        RespTarget { addr: addr.into(), password, connect_timeout: Duration::from_secs(10), io: Io::Evented, tls: None }
     }
 
     /// The same target, its connections in mode `io`.
     pub fn with_io(self, io: Io) -> RespTarget {
         RespTarget { io, ..self }
     }
+
+    /// The same target, its connections over TLS when `tls` is given.
+    pub fn with_tls(self, tls: Option<TlsClient>) -> RespTarget {
+        RespTarget { tls, ..self }
+    }
 }
 
-/// A TCP connection to `addr` with Nagle off, in mode `io`, or a typed error once `timeout` has
-/// passed (every target connects this way).
-pub async fn connect_tcp(addr: &str, timeout: Duration, io: Io) -> Result<Stream, TargetError> {
-    let io_error = |source| TargetError::Io { addr: addr.to_string(), source };
-    let stream = tokio::time::timeout(timeout, TcpStream::connect(addr))
+/// A TCP socket connected to `addr` with Nagle off, or a typed error once `timeout` has passed.
+async fn connect_socket(addr: &str, timeout: Duration) -> Result<TcpStream, TargetError> {
+    let socket = tokio::time::timeout(timeout, TcpStream::connect(addr))
         .await
         .map_err(|_| TargetError::ConnectTimeout(addr.to_string()))?
         .map_err(|source| TargetError::Connect { addr: addr.to_string(), source })?;
-    stream.set_nodelay(true).map_err(io_error)?;
-    Stream::new(stream, io).map_err(io_error)
+    socket.set_nodelay(true).map_err(|source| TargetError::Io { addr: addr.to_string(), source })?;
+    Ok(socket)
+}
+
+/// A TCP connection to `addr` with Nagle off, in mode `io`, or a typed error once `timeout` has
+/// passed (every plaintext target connects this way).
+pub async fn connect_tcp(addr: &str, timeout: Duration, io: Io) -> Result<Stream, TargetError> {
+    let socket = connect_socket(addr, timeout).await?;
+    Stream::new(socket, io).map_err(|source| TargetError::Io { addr: addr.to_string(), source })
+}
+
+/// A TLS session with `addr`: a TCP connection and the handshake, both within `timeout`.
+pub async fn connect_tls(addr: &str, timeout: Duration, tls: &TlsClient) -> Result<Stream, TargetError> {
+    let session = tokio::time::timeout(timeout, async {
+        let socket = connect_socket(addr, timeout).await?;
+        tls.handshake(socket).await.map_err(|source| TargetError::Tls { addr: addr.to_string(), source })
+    })
+    .await
+    .map_err(|_| TargetError::ConnectTimeout(addr.to_string()))??;
+    Ok(Stream::tls(session))
 }
 
 impl Target for RespTarget {
     type Conn = RespConnection;
 
     async fn connect(&self) -> Result<RespConnection, TargetError> {
-        let stream = connect_tcp(&self.addr, self.connect_timeout, self.io).await?;
+        let stream = match &self.tls {
+            Some(tls) => connect_tls(&self.addr, self.connect_timeout, tls).await?,
+            None => connect_tcp(&self.addr, self.connect_timeout, self.io).await?,
+        };
         let mut conn = RespConnection::new(stream, self.addr.clone());
         if let Some(password) = &self.password {
             conn.queue(&[b"AUTH", password.as_bytes()]);
