@@ -57,6 +57,21 @@ pub struct TlsFlags {
     pub auth_clients: &'static str,
 }
 
+/// The flags of `cairn-bench run` that connect with TLS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BenchTlsFlags {
+    /// Turns TLS on.
+    pub tls: &'static str,
+    /// The CA file that verifies the server's certificate (`ca.crt`).
+    pub ca_cert: &'static str,
+    /// The client certificate (`tls.crt`), when the store asks clients for one.
+    pub cert: &'static str,
+    /// The client key (`tls.key`), with the certificate.
+    pub key: &'static str,
+    /// The name checked against the server's certificate (the client Service's DNS name).
+    pub server_name: &'static str,
+}
+
 /// Whether the server image supports TLS (see [`TLS_FLAGS`]).
 pub const fn tls_supported() -> bool {
     TLS_FLAGS.is_some()
@@ -73,6 +88,17 @@ pub const DATA_DIR: &str = "/data";
 pub const CONFIG_DIR: &str = "/etc/cairn";
 pub const CONFIG_FILE_NAME: &str = "cairn.toml";
 pub const TLS_DIR: &str = "/etc/cairn/tls";
+/// The certificate chain of a `kubernetes.io/tls` Secret mounted at [`TLS_DIR`].
+pub const TLS_CERT_FILE: &str = "tls.crt";
+/// The private key of the mounted Secret.
+pub const TLS_KEY_FILE: &str = "tls.key";
+/// The CA certificate of the mounted Secret (cert-manager's `ca.crt`).
+pub const TLS_CA_FILE: &str = "ca.crt";
+
+/// The path in the pod of file `name` of the mounted TLS Secret.
+pub fn tls_file(name: &str) -> String {
+    format!("{TLS_DIR}/{name}")
+}
 pub const TMP_DIR: &str = "/tmp";
 
 // Admin HTTP endpoints.
@@ -94,6 +120,14 @@ pub const BENCH_FLAG_VALUE_SIZE: &str = "--value-size";
 pub const BENCH_FLAG_SHAPE: &str = "--shape";
 pub const BENCH_FLAG_THINK_TIME: &str = "--think-time";
 pub const BENCH_FLAG_SUMMARY_JSON: &str = "--summary-json";
+/// The driver's RESP over TLS flags (against a store with `spec.tlsSecret`).
+pub const BENCH_TLS_FLAGS: BenchTlsFlags = BenchTlsFlags {
+    tls: "--tls",
+    ca_cert: "--tls-ca-cert",
+    cert: "--tls-cert",
+    key: "--tls-key",
+    server_name: "--tls-server-name",
+};
 /// Environment variable the driver reads the AUTH password from.
 pub const BENCH_ENV_PASSWORD: &str = "CAIRN_BENCH_PASSWORD";
 /// Where the driver writes its summary: the pod's termination message.

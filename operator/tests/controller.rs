@@ -456,17 +456,31 @@ async fn benchmark_waits_for_the_store_to_be_ready() {
 }
 
 #[tokio::test]
-async fn a_benchmark_against_a_tls_store_waits_and_says_why() {
-    let mut tls = store_json();
-    tls["spec"]["tlsSecret"] = json!({"name": "demo-tls"});
-    let world = World { store: Some(tls), ..World::default() };
-    let (action, calls) = with_api(world, |ctx| benchmark::reconcile(Arc::new(bench()), ctx)).await;
-    assert_eq!(action.expect("reconcile"), Action::requeue(benchmark::REQUEUE_WAITING));
-    assert!(find(&calls, "PATCH", "/jobs/run1-bench").is_none(), "no Job that could not connect");
-    let status = &find(&calls, "PATCH", "/kvstorebenchmarks/run1/status").expect("status").body["status"];
-    assert_eq!(status["phase"], "Pending");
-    assert_eq!(condition(status, "Ready")["reason"], "StoreServesTls");
-    assert!(status["message"].as_str().unwrap_or("").contains("cairn-bench has no TLS"), "{status}");
+async fn a_benchmark_against_a_tls_store_runs_its_job_over_tls() {
+    for (auth_clients, identity) in [("no", false), ("optional", true), ("yes", true)] {
+        let mut tls = store_json();
+        tls["spec"]["tlsSecret"] = json!({"name": "demo-tls", "authClients": auth_clients});
+        let world = World { store: Some(tls), ..World::default() };
+        let (action, calls) = with_api(world, |ctx| benchmark::reconcile(Arc::new(bench()), ctx)).await;
+        assert_eq!(action.expect("reconcile"), Action::requeue(benchmark::REQUEUE_WAITING));
+        let job = &find(&calls, "PATCH", "/jobs/run1-bench").expect("a Job against the TLS store").body;
+        let pod = &job["spec"]["template"]["spec"];
+        assert_eq!(pod["volumes"][0]["secret"]["secretName"], "demo-tls", "{pod}");
+        let mount = &pod["containers"][0]["volumeMounts"][0];
+        assert_eq!((mount["mountPath"].as_str(), mount["readOnly"].as_bool()), (Some("/etc/cairn/tls"), Some(true)));
+        assert_eq!(mount["name"], pod["volumes"][0]["name"]);
+        let args: Vec<&str> =
+            pod["containers"][0]["args"].as_array().expect("args").iter().filter_map(Value::as_str).collect();
+        let args = args.join(" ");
+        assert!(
+            args.contains("--tls --tls-ca-cert /etc/cairn/tls/ca.crt --tls-server-name demo.default.svc"),
+            "{args}"
+        );
+        assert_eq!(args.contains("--tls-cert /etc/cairn/tls/tls.crt --tls-key /etc/cairn/tls/tls.key"), identity);
+        let status = &find(&calls, "PATCH", "/kvstorebenchmarks/run1/status").expect("status").body["status"];
+        assert_eq!(status["phase"], "Running", "{status}");
+        assert_eq!(condition(status, "Ready")["reason"], "JobStarted");
+    }
 }
 
 #[tokio::test]

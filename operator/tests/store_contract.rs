@@ -232,6 +232,36 @@ fn the_driver_accepts_agent_shaped_load_and_every_operation() {
     assert_eq!(format!("{:?}", config.shape), "AgentShaped");
 }
 
+#[test]
+fn the_driver_accepts_the_tls_arguments_of_a_job_against_a_tls_store() {
+    use cairn_bench::tls::{ClientIdentity, TlsError, TlsSettings};
+    let store = with_namespace(examples::<KVStore>("KVStore").remove(0));
+    let mut bench: KVStoreBenchmark = examples("KVStoreBenchmark").remove(0);
+    bench.spec.store = store.metadata.name.clone().unwrap_or_default();
+    let namespace = store.metadata.namespace.clone().unwrap_or_default();
+    let host = format!("{}.{namespace}.svc", bench.spec.store);
+    let in_secret = |file: &str| PathBuf::from(sc::TLS_DIR).join(file);
+    for auth_clients in [TlsClientAuth::No, TlsClientAuth::Optional, TlsClientAuth::Yes] {
+        let mut tls_store = store.clone();
+        tls_store.spec.tls_secret = Some(TlsSecretRef { name: "demo-tls".into(), auth_clients });
+        let run = bench_run(&bench, &tls_store);
+        assert_eq!(run.server.addr(), format!("{host}:{}", store.spec.ports.resp));
+        let identity =
+            auth_clients.needs_ca().then(|| ClientIdentity { cert: in_secret("tls.crt"), key: in_secret("tls.key") });
+        let expected = TlsSettings { ca_cert: in_secret("ca.crt"), identity, server_name: host.clone() };
+        assert_eq!(run.server.tls_settings(), Some(expected), "{auth_clients:?}");
+        // The driver's own checks pass (RESP, evented sockets); only the files, which exist in
+        // the pod's Secret volume and not here, are missing.
+        assert_eq!(format!("{:?}", run.config().unwrap_or_else(|e| panic!("{e}")).io), "Evented");
+        match run.tls_client() {
+            Err(TlsError::Read { path, .. }) => assert_eq!(path, in_secret("ca.crt")),
+            other => panic!("{auth_clients:?}: expected the CA file to be read, got {other:?}"),
+        }
+    }
+    // A plaintext store: no TLS.
+    assert_eq!(bench_run(&bench, &store).server.tls_settings(), None);
+}
+
 /// A driver report as `cairn-bench run` builds it, with the given headline numbers.
 fn driver_report(
     ops_per_sec: f64,

@@ -1,10 +1,17 @@
 //! The Job running `cairn-bench` for a `KVStoreBenchmark` against its store's client Service.
 //! The driver writes its summary (at most 4 KiB of JSON) to the termination message, where the
 //! benchmark reconciler reads it back.
+//!
+//! Against a store with `spec.tlsSecret` (RESP over TLS only) the Job mounts the same Secret
+//! read-only where the store's pods have it and connects with TLS: `ca.crt` verifies the
+//! server's certificate for the client Service's DNS name, and when the store asks clients for
+//! a certificate (`authClients: yes|optional`) the Secret's `tls.crt`/`tls.key` are the
+//! driver's identity. The driver always speaks RESP (a `KVStoreBenchmark` has no protocol to
+//! choose), so the native protocol, which has no TLS, never comes up.
 
 use std::collections::BTreeMap;
 
-use cairn_crds::{KVStore, KVStoreBenchmark, LoadShape};
+use cairn_crds::{KVStore, KVStoreBenchmark, LoadShape, TlsSecretRef};
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     Container, EnvVar, EnvVarSource, PodSpec, PodTemplateSpec, ResourceRequirements, SecretKeySelector,
@@ -12,7 +19,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::{container_security_context, owned_meta, pod_security_context};
+use super::{container_security_context, owned_meta, pod_security_context, tls_mount, tls_volume};
 use crate::labels::{benchmark_labels, client_service_name, job_name, service_dns};
 use crate::store_contract as sc;
 
@@ -21,16 +28,50 @@ pub const CONTAINER: &str = "cairn-bench";
 /// Seconds the Job may run beyond the workload's duration (connect, warm-up, final checks).
 pub const DEADLINE_SLACK_SECONDS: i64 = 600;
 
+/// The DNS name of the store's client Service, which the driver connects to.
+fn store_host(store: &KVStore) -> String {
+    let namespace = store.metadata.namespace.clone().unwrap_or_default();
+    let service = client_service_name(store.metadata.name.as_deref().unwrap_or_default());
+    service_dns(&service, &namespace)
+}
+
+/// The driver's TLS flags for a store serving TLS with `secret`, mounted at
+/// [`sc::TLS_DIR`]: its CA verifies the server as `host`, and its certificate identifies the
+/// driver when the store asks clients for one.
+fn tls_args(secret: &TlsSecretRef, host: &str) -> Vec<String> {
+    let flags = sc::BENCH_TLS_FLAGS;
+    let mut args = vec![
+        flags.tls.into(),
+        flags.ca_cert.into(),
+        sc::tls_file(sc::TLS_CA_FILE),
+        flags.server_name.into(),
+        host.into(),
+    ];
+    if secret.auth_clients.needs_ca() {
+        args.extend([
+            flags.cert.into(),
+            sc::tls_file(sc::TLS_CERT_FILE),
+            flags.key.into(),
+            sc::tls_file(sc::TLS_KEY_FILE),
+        ]);
+    }
+    args
+}
+
 /// The driver's command line.
 pub fn args(bench: &KVStoreBenchmark, store: &KVStore) -> Vec<String> {
     let w = &bench.spec.workload;
-    let namespace = store.metadata.namespace.clone().unwrap_or_default();
-    let service = client_service_name(store.metadata.name.as_deref().unwrap_or_default());
+    let host = store_host(store);
     let ops: Vec<&str> = w.operations.iter().map(|o| o.as_str()).collect();
     let mut args = vec![
         sc::BENCH_SUBCOMMAND_RUN.to_string(),
         sc::BENCH_FLAG_TARGET.into(),
-        format!("{}:{}", service_dns(&service, &namespace), store.spec.ports.resp),
+        format!("{host}:{}", store.spec.ports.resp),
+    ];
+    if let Some(secret) = &store.spec.tls_secret {
+        args.extend(tls_args(secret, &host));
+    }
+    args.extend([
         sc::BENCH_FLAG_OPS.into(),
         ops.join(","),
         sc::BENCH_FLAG_CLIENTS.into(),
@@ -43,7 +84,7 @@ pub fn args(bench: &KVStoreBenchmark, store: &KVStore) -> Vec<String> {
         w.value_size_bytes.to_string(),
         sc::BENCH_FLAG_SHAPE.into(),
         w.shape.as_str().into(),
-    ];
+    ]);
     if w.shape == LoadShape::AgentShaped {
         args.push(sc::BENCH_FLAG_THINK_TIME.into());
         args.push(format!("{}ms", w.think_time_ms.unwrap_or(5)));
@@ -82,6 +123,7 @@ pub fn build(bench: &KVStoreBenchmark, store: &KVStore) -> Job {
         command: Some(vec![sc::BENCH_BINARY.into()]),
         args: Some(args(bench, store)),
         env,
+        volume_mounts: store.spec.tls_secret.as_ref().map(|_| vec![tls_mount()]),
         resources: Some(ResourceRequirements {
             requests: Some(cpus.clone()),
             limits: Some(cpus),
@@ -102,6 +144,7 @@ pub fn build(bench: &KVStoreBenchmark, store: &KVStore) -> Job {
                 metadata: Some(ObjectMeta { labels: Some(labels), ..ObjectMeta::default() }),
                 spec: Some(PodSpec {
                     containers: vec![container],
+                    volumes: store.spec.tls_secret.as_ref().map(|secret| vec![tls_volume(secret)]),
                     restart_policy: Some("Never".into()),
                     security_context: Some(pod_security_context()),
                     automount_service_account_token: Some(false),
@@ -144,5 +187,39 @@ mod tests {
         b.spec.workload.think_time_ms = Some(50);
         let args = args(&b, &store("demo")).join(" ");
         assert!(args.contains("--shape agent-shaped --think-time 50ms"), "{args}");
+    }
+
+    #[test]
+    fn a_plaintext_store_gets_no_tls_flags_and_no_secret() {
+        let job = build(&benchmark("run1", "demo"), &store("demo"));
+        let pod = job.spec.and_then(|s| s.template.spec).expect("pod");
+        assert!(pod.volumes.is_none() && pod.containers[0].volume_mounts.is_none());
+        assert!(!pod.containers[0].args.clone().unwrap_or_default().iter().any(|a| a.starts_with("--tls")));
+    }
+
+    #[test]
+    fn a_tls_store_is_benchmarked_over_tls_with_its_secret_mounted_read_only() {
+        use cairn_crds::TlsClientAuth;
+        for (auth_clients, identity) in
+            [(TlsClientAuth::No, false), (TlsClientAuth::Optional, true), (TlsClientAuth::Yes, true)]
+        {
+            let mut s = store("demo");
+            s.spec.tls_secret = Some(TlsSecretRef { name: "demo-tls".into(), auth_clients });
+            let job = build(&benchmark("run1", "demo"), &s);
+            let pod = job.spec.and_then(|spec| spec.template.spec).expect("pod");
+            let volume = pod.volumes.clone().unwrap_or_default().pop().expect("the Secret's volume");
+            assert_eq!(volume.secret.and_then(|v| v.secret_name).as_deref(), Some("demo-tls"));
+            let mount = pod.containers[0].volume_mounts.clone().unwrap_or_default().pop().expect("mount");
+            assert_eq!(
+                (mount.name, mount.mount_path.as_str(), mount.read_only),
+                (volume.name, sc::TLS_DIR, Some(true))
+            );
+            let args = pod.containers[0].args.clone().expect("args").join(" ");
+            let expected = "run --target demo.default.svc:6379 --tls --tls-ca-cert /etc/cairn/tls/ca.crt \
+                            --tls-server-name demo.default.svc";
+            assert!(args.starts_with(expected), "{auth_clients:?}: {args}");
+            let with_identity = "--tls-cert /etc/cairn/tls/tls.crt --tls-key /etc/cairn/tls/tls.key";
+            assert_eq!(args.contains(with_identity), identity, "{auth_clients:?}: {args}");
+        }
     }
 }

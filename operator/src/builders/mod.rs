@@ -8,11 +8,17 @@ pub mod service_client;
 pub mod service_headless;
 pub mod statefulset;
 
-use k8s_openapi::api::core::v1::{Capabilities, PodSecurityContext, SeccompProfile, SecurityContext};
+use cairn_crds::TlsSecretRef;
+use k8s_openapi::api::core::v1::{
+    Capabilities, PodSecurityContext, SeccompProfile, SecretVolumeSource, SecurityContext, Volume, VolumeMount,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::Resource;
 
-use crate::store_contract::RUN_AS_USER;
+use crate::store_contract::{RUN_AS_USER, TLS_DIR};
+
+/// Name of the volume holding a store's TLS Secret (in the store's pods and a benchmark's).
+pub const TLS_VOLUME: &str = "tls";
 
 /// The named ports the pod listens on: RESP and admin always, the native protocol unless the
 /// store serves TLS (the native protocol has no TLS, so its port is off then).
@@ -24,6 +30,25 @@ pub fn served_ports(spec: &cairn_crds::KVStoreSpec) -> Vec<(&'static str, i32)> 
     }
     ports.push(("admin", p.admin));
     ports
+}
+
+/// The volume of a store's TLS Secret: readable by the owner and the pod's group (`fsGroup`),
+/// which the non-root user of every pod here belongs to.
+pub fn tls_volume(secret: &TlsSecretRef) -> Volume {
+    Volume {
+        name: TLS_VOLUME.into(),
+        secret: Some(SecretVolumeSource {
+            secret_name: Some(secret.name.clone()),
+            default_mode: Some(0o440),
+            ..SecretVolumeSource::default()
+        }),
+        ..Volume::default()
+    }
+}
+
+/// The TLS Secret's volume mounted read-only at [`TLS_DIR`], where the flags' files point.
+pub fn tls_mount() -> VolumeMount {
+    VolumeMount { name: TLS_VOLUME.into(), mount_path: TLS_DIR.into(), read_only: Some(true), ..VolumeMount::default() }
 }
 
 /// Metadata of an owned object: name, namespace, labels and the controller owner reference

@@ -9,13 +9,13 @@ use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetPersistentVolumeClaimRe
 use k8s_openapi::api::core::v1::{
     ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource, HTTPGetAction,
     PersistentVolumeClaim, PersistentVolumeClaimSpec, PodSpec, PodTemplateSpec, Probe, ResourceRequirements,
-    SecretKeySelector, SecretVolumeSource, TopologySpreadConstraint, Volume, VolumeMount, VolumeResourceRequirements,
+    SecretKeySelector, TopologySpreadConstraint, Volume, VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use super::{container_security_context, fnv1a64, owned_meta, pod_security_context};
+use super::{container_security_context, fnv1a64, owned_meta, pod_security_context, tls_mount, tls_volume};
 use crate::labels::{
     config_map_name, headless_service_name, selector_labels, store_labels, CONFIG_HASH_ANNOTATION, DATA_VOLUME,
 };
@@ -61,7 +61,6 @@ fn port_args(store: &KVStore) -> Vec<String> {
             spec.ports.native.to_string(),
         ];
     };
-    let file = |name: &str| format!("{}/{name}", sc::TLS_DIR);
     let mut args = vec![
         sc::FLAG_RESP_PORT.into(),
         sc::PORT_OFF.into(),
@@ -70,14 +69,14 @@ fn port_args(store: &KVStore) -> Vec<String> {
         tls.port.into(),
         spec.ports.resp.to_string(),
         tls.cert.into(),
-        file("tls.crt"),
+        sc::tls_file(sc::TLS_CERT_FILE),
         tls.key.into(),
-        file("tls.key"),
+        sc::tls_file(sc::TLS_KEY_FILE),
         tls.auth_clients.into(),
         secret.auth_clients.as_flag().into(),
     ];
     if secret.auth_clients.needs_ca() {
-        args.extend([tls.ca.into(), file("ca.crt")]);
+        args.extend([tls.ca.into(), sc::tls_file(sc::TLS_CA_FILE)]);
     }
     args
 }
@@ -125,7 +124,7 @@ fn container(store: &KVStore, memory: &str) -> Container {
         mount("tmp", sc::TMP_DIR, false),
     ];
     if spec.tls_secret.is_some() {
-        mounts.push(mount("tls", sc::TLS_DIR, true));
+        mounts.push(tls_mount());
     }
     Container {
         name: CONTAINER.into(),
@@ -183,15 +182,7 @@ fn volumes(store: &KVStore) -> Vec<Volume> {
         },
     ];
     if let Some(tls) = &store.spec.tls_secret {
-        volumes.push(Volume {
-            name: "tls".into(),
-            secret: Some(SecretVolumeSource {
-                secret_name: Some(tls.name.clone()),
-                default_mode: Some(0o440),
-                ..SecretVolumeSource::default()
-            }),
-            ..Volume::default()
-        });
+        volumes.push(tls_volume(tls));
     }
     volumes
 }

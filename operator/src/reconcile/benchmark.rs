@@ -195,17 +195,9 @@ async fn reconcile_inner(bench: &KVStoreBenchmark, ctx: &Context) -> Result<Acti
 }
 
 /// Why a benchmark cannot start yet against `store`, if it cannot: a driver started against a
-/// store that is not Ready would only measure connection errors.
+/// store that is not Ready would only measure connection errors. A store serving TLS is no
+/// reason to wait: the Job connects with TLS (`builders::job`).
 pub fn store_not_ready(store: &KVStore) -> Option<Waiting> {
-    if store.spec.tls_secret.is_some() {
-        return Some(Waiting {
-            reason: "StoreServesTls",
-            message: format!(
-                "KVStore {} serves RESP over TLS only, and cairn-bench has no TLS yet: the benchmark cannot run",
-                store.name_any()
-            ),
-        });
-    }
     let ready = store.status.as_ref().is_some_and(|s| is_true(&s.conditions, READY));
     (!ready).then(|| Waiting {
         reason: "StoreNotReady",
