@@ -38,7 +38,13 @@ pub struct TlsSettings {
     pub key_file: PathBuf,
     pub ca_cert_file: Option<PathBuf>,
     pub auth_clients: TlsAuthClients,
+    /// Seconds between checks of the files for new contents (0: never;
+    /// `CONFIG SET tls-cert-file ...` reloads at any time).
+    pub reload_interval_secs: u64,
 }
+
+/// Default `--tls-reload-interval`, in seconds.
+pub const DEFAULT_TLS_RELOAD_INTERVAL_SECS: u64 = 10;
 
 /// Flags and environment variables. Every field is optional so that the
 /// config file can fill what the command line leaves out.
@@ -72,6 +78,11 @@ pub struct Args {
     /// (the default, as in Redis), no, or optional (checked when given).
     #[arg(long, env = "CAIRN_TLS_AUTH_CLIENTS", value_enum)]
     pub tls_auth_clients: Option<TlsAuthClients>,
+    /// Seconds between checks of the TLS files: changed contents (a renewed
+    /// certificate) are loaded for new connections. 0 turns checking off.
+    /// Default 10.
+    #[arg(long, env = "CAIRN_TLS_RELOAD_INTERVAL")]
+    pub tls_reload_interval: Option<u64>,
     /// Native binary protocol port (0 picks a free port; `off` disables it).
     #[arg(long, env = "CAIRN_NATIVE_PORT", value_parser = parse_listen_port, allow_hyphen_values = true)]
     #[serde(default, deserialize_with = "deserialize_listen_port")]
@@ -414,6 +425,7 @@ impl Config {
                 args.tls_key_file.or(file.tls_key_file),
                 args.tls_ca_cert_file.or(file.tls_ca_cert_file),
                 args.tls_auth_clients.or(file.tls_auth_clients),
+                args.tls_reload_interval.or(file.tls_reload_interval),
             )?,
             native_port: match args.native_port.or(file.native_port) {
                 Some(given) => given.port(),
@@ -504,11 +516,16 @@ fn tls_settings(
     key_file: Option<PathBuf>,
     ca_cert_file: Option<PathBuf>,
     auth_clients: Option<TlsAuthClients>,
+    reload_interval_secs: Option<u64>,
 ) -> Result<Option<TlsSettings>, ConfigError> {
     let invalid = |name, reason: &str| ConfigError::Invalid { name, reason: reason.to_string() };
     let Some(port) = port.and_then(ListenPort::port) else {
-        if cert_file.is_some() || key_file.is_some() || ca_cert_file.is_some() || auth_clients.is_some() {
-            return Err(invalid("tls-port", "is off, but TLS files or tls-auth-clients are set: set tls-port"));
+        let tls_set = cert_file.is_some() || key_file.is_some() || ca_cert_file.is_some();
+        if tls_set || auth_clients.is_some() || reload_interval_secs.is_some() {
+            return Err(invalid(
+                "tls-port",
+                "is off, but TLS files, tls-auth-clients or tls-reload-interval are set: set tls-port",
+            ));
         }
         return Ok(None);
     };
@@ -521,7 +538,8 @@ fn tls_settings(
             "is required unless tls-auth-clients is no (client certificates are checked against it)",
         ));
     }
-    Ok(Some(TlsSettings { port, cert_file, key_file, ca_cert_file, auth_clients }))
+    let reload_interval_secs = reload_interval_secs.unwrap_or(DEFAULT_TLS_RELOAD_INTERVAL_SECS);
+    Ok(Some(TlsSettings { port, cert_file, key_file, ca_cert_file, auth_clients, reload_interval_secs }))
 }
 
 /// The admin token, given inline or in a file (not both; never empty).
@@ -680,6 +698,10 @@ mod tests {
         let config = resolve(&[&no_ca[..], &["--tls-auth-clients", "no", "--port", "off"]].concat()).expect("valid");
         let tls = config.tls.expect("TLS settings");
         assert_eq!((config.port, tls.port, tls.auth_clients), (None, 6380, TlsAuthClients::No));
+        assert_eq!(tls.reload_interval_secs, DEFAULT_TLS_RELOAD_INTERVAL_SECS);
+        let never = resolve(&[&no_ca[..], &["--tls-auth-clients", "no", "--tls-reload-interval", "0"]].concat());
+        assert_eq!(never.expect("valid").tls.map(|t| t.reload_interval_secs), Some(0));
+        assert!(reason(&["--tls-reload-interval", "5"]).starts_with("tls-port:"), "no checking without TLS");
         assert!(reason(&["--port", "off"]).starts_with("port:"), "no RESP port at all is refused");
         assert_eq!(resolve(&[]).expect("defaults").tls, None, "TLS is off by default");
     }

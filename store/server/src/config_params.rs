@@ -66,6 +66,7 @@ const POLICIES: &[&str] = &[
     "allkeys-random",
     "noeviction",
 ];
+const TLS_AUTH_CLIENTS: &[&str] = &["yes", "no", "optional"];
 const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning", "nothing"];
 const INT_MAX: i64 = i32::MAX as i64;
 
@@ -92,6 +93,12 @@ pub const PARAMS: &[Param] = &[
     // listeners are bound at start).
     p("port", Kind::Fixed, "6379", true),
     p("tls-port", Kind::Fixed, "0", true),
+    // Setting any of these rereads the TLS files (tls::config_set), as in
+    // Redis; refused when tls-port is off.
+    p("tls-cert-file", Kind::Str, "", true),
+    p("tls-key-file", Kind::Str, "", true),
+    p("tls-ca-cert-file", Kind::Str, "", true),
+    p("tls-auth-clients", Kind::Enum(TLS_AUTH_CLIENTS), "yes", true),
     p("bind", Kind::Fixed, "127.0.0.1", true),
     p("dir", Kind::Str, "./data", false),
     p("proto-max-bulk-len", Kind::Memory { min: 1024 * 1024 }, "536870912", true),
@@ -388,6 +395,9 @@ impl RuntimeConfig {
         values.insert("bind", config.bind.clone());
         values.insert("dir", config.data_dir.display().to_string());
         values.insert("requirepass", config.requirepass.clone().unwrap_or_default());
+        if let Some(tls) = &config.tls {
+            values.extend(crate::tls::config_set::values(tls));
+        }
         let fsync = if config.durability.logs() { config.durability } else { Tier::Async };
         for (name, value) in durability_values(config.durability, fsync) {
             values.insert(name, value);

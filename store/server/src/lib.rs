@@ -177,7 +177,7 @@ pub fn start(mut config: Config, shutdown: Shutdown) -> Result<RunningServer, St
         .map_err(|source| StartError::DataDir { path: config.data_dir.display().to_string(), source })?;
     let lock = persistence::lock::DirLock::acquire(&config.data_dir)?;
     // Certificates first: a bad file fails the start before any port is taken.
-    let acceptor = config.tls.as_ref().map(tls::acceptor).transpose()?;
+    let tls_context = config.tls.clone().map(tls::TlsContext::load).transpose()?;
     let (resp_addr, resp_listeners) =
         bind_optional(&config.bind, config.port, plan.len(), |addr, source| StartError::Listen { addr, source })?;
     let (tls_addr, tls_listeners) =
@@ -208,7 +208,8 @@ pub fn start(mut config: Config, shutdown: Shutdown) -> Result<RunningServer, St
     // Resolved once, here: the workers read the configured value.
     let quota = cpu_quota::cpu_quota();
     config.resolve_spin_budgets(quota);
-    let server = Arc::new(Server::new(config, resp_addr.map_or(0, |a| a.port()), plan.len(), shutdown));
+    let server =
+        Arc::new(Server::new(config, resp_addr.map_or(0, |a| a.port()), plan.len(), shutdown).with_tls(tls_context));
     if let Some(tls_addr) = tls_addr {
         server.runtime.set_all(&[("tls-port", tls_addr.port().to_string())]);
     }
@@ -219,7 +220,7 @@ pub fn start(mut config: Config, shutdown: Shutdown) -> Result<RunningServer, St
     for (index, cpu) in plan.iter().enumerate() {
         let listeners = worker::Listeners {
             resp: resp_listeners.next(),
-            tls: tls_listeners.next().zip(acceptor.clone()),
+            tls: tls_listeners.next(),
             native: native_listeners.next(),
         };
         match worker::spawn(server.clone(), index, *cpu, listeners) {

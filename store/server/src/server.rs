@@ -64,6 +64,8 @@ pub struct Server {
     pub hooks: crate::admin::hooks::Hooks,
     /// Lua scripting: the script cache and the running script's state.
     pub scripting: crate::scripting::Scripting,
+    /// The TLS configuration in use, when `--tls-port` is set.
+    pub tls: Option<crate::tls::TlsContext>,
 }
 
 /// instantaneous_ops_per_sec: the mean rate over the last 16 samples, as Redis.
@@ -130,8 +132,15 @@ impl Server {
             health: crate::health::Health::new(),
             hooks: crate::admin::hooks::Hooks::default(),
             scripting: crate::scripting::Scripting::new(num_workers, libraries),
+            tls: None,
             config,
         }
+    }
+
+    /// The server with `tls` as its TLS configuration (loaded at start).
+    pub fn with_tls(mut self, tls: Option<crate::tls::TlsContext>) -> Server {
+        self.tls = tls;
+        self
     }
 
     /// Statistics since start or the last CONFIG RESETSTAT.
@@ -164,6 +173,8 @@ impl Server {
         use crate::config_params::{durability_change, durability_values, SetError, DURABILITY_PARAMS};
         let p = &self.persistence;
         let mut updates = updates.to_vec();
+        // Built before anything changes; put in use after the tier switch.
+        let tls = self.prepare_tls(&updates)?;
         if let Some((logging, fsync)) = durability_change(&updates, p.tier(), p.fsync_tier()) {
             let name = updates.iter().find(|(n, _)| DURABILITY_PARAMS.contains(n)).map_or("appendonly", |(n, _)| *n);
             crate::persistence::tier_switch::apply(self, logging, fsync)
@@ -172,6 +183,10 @@ impl Server {
             updates.retain(|(n, _)| !DURABILITY_PARAMS.contains(n));
             updates.extend(durability_values(p.tier(), p.fsync_tier()));
         }
+        if let (Some(context), Some(prepared)) = (&self.tls, tls) {
+            context.install(prepared);
+            tracing::info!("TLS configuration reloaded by CONFIG SET");
+        }
         let tracking_was = self.runtime.get("latency-tracking");
         self.runtime.set_all(&updates);
         let tracking_is = self.runtime.get("latency-tracking");
@@ -179,6 +194,44 @@ impl Server {
             self.command_latency.set_tracking(&self.workers, tracking_is.as_deref() == Some("yes"));
         }
         Ok(())
+    }
+
+    /// The TLS configuration the `tls-*` parameters among `updates` ask
+    /// for, read and built (`None` when they set none); refused when TLS is
+    /// off or the files do not load.
+    fn prepare_tls(
+        &self,
+        updates: &[(&'static str, String)],
+    ) -> Result<Option<crate::tls::context::Prepared>, crate::config_params::SetError> {
+        use crate::config_params::SetError;
+        let Some(name) = updates.iter().map(|(n, _)| *n).find(|n| crate::tls::config_set::PARAMS.contains(n)) else {
+            return Ok(None);
+        };
+        let refused = |reason: String| SetError::Refused { name: name.to_string(), reason };
+        let Some(context) = &self.tls else {
+            // Setting the value in place is a no-op (Redis's CONFIG sanity
+            // test sets every parameter to its own value); a change is refused.
+            let unchanged = updates
+                .iter()
+                .filter(|(n, _)| crate::tls::config_set::PARAMS.contains(n))
+                .all(|(n, v)| self.runtime.get(n).as_deref() == Some(v.as_str()));
+            return match unchanged {
+                true => Ok(None),
+                false => Err(refused("TLS is off: start the server with --tls-port to use TLS files".into())),
+            };
+        };
+        let Some(settings) = crate::tls::config_set::changed(&context.settings(), updates) else {
+            return Ok(None);
+        };
+        let settings = settings.map_err(|why| refused(format!("Unable to update TLS configuration: {why}")))?;
+        match crate::tls::TlsContext::prepare(settings) {
+            Ok(prepared) => Ok(Some(prepared)),
+            Err(e) => {
+                context.count_failed_reload();
+                tracing::warn!(error = %e, "CONFIG SET: the TLS configuration cannot be loaded; keeping the one in use");
+                Err(refused(format!("Unable to update TLS configuration: {e}")))
+            }
+        }
     }
 
     /// Records one ops/s sample (called every 100 ms by worker 0).

@@ -18,8 +18,9 @@ use crate::server::Server;
 pub struct Listeners {
     /// Plaintext RESP, unless `--port off`.
     pub resp: Option<StdListener>,
-    /// RESP over TLS and its acceptor, when `--tls-port` is set.
-    pub tls: Option<(StdListener, crate::tls::TlsAcceptor)>,
+    /// RESP over TLS, when `--tls-port` is set (the handshake uses the
+    /// server's TLS configuration in use at each accept).
+    pub tls: Option<StdListener>,
     /// The native protocol's listener, unless `--native-port off`.
     pub native: Option<StdListener>,
 }
@@ -81,7 +82,7 @@ pub fn spawn(
 /// A worker's listeners on its event loop.
 struct Registered {
     resp: Option<TcpListener>,
-    tls: Option<(TcpListener, crate::tls::TlsAcceptor)>,
+    tls: Option<TcpListener>,
     native: Option<TcpListener>,
 }
 
@@ -89,10 +90,7 @@ impl Registered {
     fn new(listeners: Listeners) -> std::io::Result<Registered> {
         Ok(Registered {
             resp: listeners.resp.map(TcpListener::from_std).transpose()?,
-            tls: match listeners.tls {
-                Some((listener, acceptor)) => Some((TcpListener::from_std(listener)?, acceptor)),
-                None => None,
-            },
+            tls: listeners.tls.map(TcpListener::from_std).transpose()?,
             native: listeners.native.map(TcpListener::from_std).transpose()?,
         })
     }
@@ -100,8 +98,7 @@ impl Registered {
     /// A socket the event loop watches (the busy poller finds its epoll
     /// instance through it).
     fn any_fd(&self) -> Option<std::os::fd::RawFd> {
-        let tls = self.tls.as_ref().map(|(listener, _)| listener);
-        self.resp.as_ref().or(tls).or(self.native.as_ref()).map(|l| l.as_raw_fd())
+        self.resp.as_ref().or(self.tls.as_ref()).or(self.native.as_ref()).map(|l| l.as_raw_fd())
     }
 }
 
@@ -132,9 +129,9 @@ async fn run(server: Arc<Server>, index: usize, listeners: Listeners, poller: Bu
                 }
                 Err(e) => accept_failed(index, "RESP", e).await,
             },
-            accepted = accept_tls(listeners.tls.as_ref()) => match accepted {
-                Ok((stream, peer, acceptor)) => {
-                    tokio::task::spawn_local(crate::tls::serve(server.clone(), acceptor, stream, peer, index, stats.clone()));
+            accepted = accept_on(listeners.tls.as_ref()) => match accepted {
+                Ok((stream, peer)) => {
+                    tokio::task::spawn_local(crate::tls::serve(server.clone(), stream, peer, index, stats.clone()));
                 }
                 Err(e) => accept_failed(index, "TLS", e).await,
             },
@@ -191,19 +188,6 @@ async fn accept_on(listener: Option<&TcpListener>) -> std::io::Result<(tokio::ne
         Some(l) => l.accept().await,
         None => std::future::pending().await,
     }
-}
-
-/// Accepts on the TLS listener, with the acceptor that will handshake;
-/// never resolves when there is none.
-async fn accept_tls(
-    tls: Option<&(TcpListener, crate::tls::TlsAcceptor)>,
-) -> std::io::Result<(tokio::net::TcpStream, std::net::SocketAddr, crate::tls::TlsAcceptor)> {
-    let (listener, acceptor) = match tls {
-        Some((listener, acceptor)) => (listener, acceptor),
-        None => return std::future::pending().await,
-    };
-    let (stream, peer) = listener.accept().await?;
-    Ok((stream, peer, acceptor.clone()))
 }
 
 /// Periodic work: active expiry of this worker's shards, and (worker 0) the

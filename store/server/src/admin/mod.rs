@@ -72,6 +72,10 @@ async fn serve(server: Arc<Server>, listener: StdListener) {
             return;
         }
     };
+    if let Some(every) = server.tls.as_ref().map(|tls| tls.settings().reload_interval_secs).filter(|s| *s > 0) {
+        // Off the workers: the TLS reload watcher shares this event loop.
+        tokio::spawn(crate::tls::watch::run(server.clone(), std::time::Duration::from_secs(every)));
+    }
     let shutdown = server.shutdown.clone();
     let app = router::router(server.clone());
     let serving = axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.wait().await });

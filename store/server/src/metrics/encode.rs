@@ -17,7 +17,8 @@ impl Collector for Scrape {
         client_families(self, &mut f)?;
         keyspace_families(self, &mut f)?;
         command_families(self, &mut f)?;
-        durability_families(self, &mut f)
+        durability_families(self, &mut f)?;
+        tls_families(self, &mut f)
     }
 }
 
@@ -131,4 +132,39 @@ fn durability_families(s: &Scrape, f: &mut Families<'_>) -> fmt::Result {
         None,
         d.recovery_records_replayed,
     )
+}
+
+fn tls_families(s: &Scrape, f: &mut Families<'_>) -> fmt::Result {
+    let Some(tls) = &s.tls else {
+        return Ok(());
+    };
+    let result = |r: &str| vec![("result", r.to_string())];
+    let handshakes = [
+        (result("ok"), tls.handshakes_ok),
+        (result("failed"), tls.handshakes_failed),
+        (result("timeout"), tls.handshakes_timed_out),
+    ];
+    f.counters("cairn_tls_handshakes", "TLS handshakes by result: ok, failed, timeout.", None, &handshakes)?;
+    let reloads = [(result("ok"), tls.reloads_ok), (result("failed"), tls.reloads_failed)];
+    f.counters(
+        "cairn_tls_reloads",
+        "TLS configuration reloads (CONFIG SET tls-*, or the files changed on disk) by result.",
+        None,
+        &reloads,
+    )?;
+    f.gauge(
+        "cairn_tls_config_loaded_timestamp",
+        "Unix time the TLS certificate and key in use were loaded.",
+        Some(Unit::Seconds),
+        tls.loaded_unix_seconds,
+    )?;
+    match tls.not_after_unix {
+        Some(not_after) => f.gauge(
+            "cairn_tls_certificate_expiry_timestamp",
+            "Unix time the server certificate in use expires (its notAfter).",
+            Some(Unit::Seconds),
+            not_after,
+        ),
+        None => Ok(()),
+    }
 }

@@ -42,6 +42,8 @@ pub struct Scrape {
     pub ready: bool,
     pub recovering: bool,
     pub durability: DurabilitySnapshot,
+    /// Handshakes, reloads and the certificate in use, when TLS is on.
+    pub tls: Option<crate::tls::TlsReading>,
 }
 
 impl Scrape {
@@ -74,6 +76,7 @@ impl Scrape {
             ready: crate::admin::readiness(server).is_ok(),
             recovering: server.health.is_recovering(),
             durability,
+            tls: server.tls.as_ref().map(|tls| tls.reading()),
         }
     }
 }

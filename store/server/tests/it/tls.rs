@@ -13,6 +13,7 @@ use redis_protocol::resp2::types::OwnedFrame;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
 
+use crate::common::http::get;
 use crate::common::TestServer;
 
 /// A CA, a server certificate for localhost/127.0.0.1 and a client
@@ -40,8 +41,13 @@ impl Pki {
             let cert = params.signed_by(&key, &ca, &ca_key).expect("leaf certificate");
             (cert, key)
         };
-        let (server, server_key) =
-            leaf(vec!["localhost".into(), "127.0.0.1".into()], ExtendedKeyUsagePurpose::ServerAuth);
+        let (server, server_key) = {
+            let key = KeyPair::generate().expect("server key");
+            let mut params = CertificateParams::new(vec!["localhost".into(), "127.0.0.1".into()]).expect("params");
+            params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+            params.not_after = rcgen::date_time_ymd(2031, 5, 17);
+            (params.signed_by(&key, &ca, &ca_key).expect("server certificate"), key)
+        };
         let (client, client_key) = leaf(vec!["cairn-test-client".into()], ExtendedKeyUsagePurpose::ClientAuth);
         for (file, pem) in [
             ("ca.crt", ca.pem()),
@@ -64,6 +70,14 @@ impl Pki {
         self.dir.join(file)
     }
 
+    /// Copies this PKI's CA, server certificate and key over `other`'s
+    /// files: a renewal, as a Secret update or certbot would write it.
+    fn install_over(&self, other: &Pki, files: &[&str]) {
+        for file in files {
+            std::fs::copy(self.path(file), other.path(file)).expect("copy PEM");
+        }
+    }
+
     fn settings(&self, auth_clients: TlsAuthClients) -> TlsSettings {
         TlsSettings {
             port: 0,
@@ -71,6 +85,7 @@ impl Pki {
             key_file: self.path("tls.key"),
             ca_cert_file: Some(self.path("ca.crt")),
             auth_clients,
+            reload_interval_secs: 0,
         }
     }
 }
@@ -285,4 +300,122 @@ fn redis_cli_speaks_to_the_tls_port() {
 
 fn path(p: &Path) -> &str {
     p.to_str().expect("UTF-8 path")
+}
+
+/// The server's PEM files: what a renewal replaces.
+const SERVER_FILES: [&str; 3] = ["ca.crt", "tls.crt", "tls.key"];
+
+/// Whether a new connection trusting `pki`'s CA (with its client
+/// certificate) is served.
+fn served(server: &TestServer, pki: &Pki) -> bool {
+    let mut client = TlsClient::connect(tls_addr(server), pki, true);
+    matches!(client.cmd(&["PING"]), Ok(frame) if frame == simple("PONG"))
+}
+
+/// The value of one sample line of the text exposition.
+fn metric(server: &TestServer, series: &str) -> Option<f64> {
+    let body = get(server.admin_addr(), "/metrics").body;
+    body.lines().find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+fn error_text(frame: std::io::Result<OwnedFrame>) -> String {
+    match frame {
+        Ok(OwnedFrame::Error(text)) => text,
+        other => panic!("expected an error reply, got {other:?}"),
+    }
+}
+
+#[test]
+fn config_set_rereads_the_tls_files_and_keeps_open_sessions() {
+    let (old, renewed) = (Pki::new("set-old"), Pki::new("set-new"));
+    let server = TestServer::start_with(|c| c.tls = Some(old.settings(TlsAuthClients::Yes)));
+    let mut open = TlsClient::connect(tls_addr(&server), &old, true);
+    assert_eq!(open.cmd(&["SET", "k", "before"]).expect("SET"), simple("OK"));
+    assert!(!served(&server, &renewed), "a client of the new CA was served before the renewal");
+
+    renewed.install_over(&old, &SERVER_FILES);
+    assert!(!served(&server, &renewed), "new files are not used before a reload (the watcher is off here)");
+    let cert = old.path("tls.crt");
+    assert_eq!(open.cmd(&["CONFIG", "SET", "tls-cert-file", path(&cert)]).expect("CONFIG SET"), simple("OK"));
+    assert!(served(&server, &renewed), "a client of the new CA is served after CONFIG SET");
+    assert!(!served(&server, &old), "the old CA's client is refused after the renewal");
+    assert_eq!(open.cmd(&["GET", "k"]).expect("the open session"), bulk(b"before"));
+    assert_eq!(metric(&server, r#"cairn_tls_reloads_total{result="ok"}"#), Some(1.0));
+}
+
+#[test]
+fn a_tls_change_that_does_not_load_is_refused_and_changes_nothing() {
+    let pki = Pki::new("set-bad");
+    let server = TestServer::start_with(|c| c.tls = Some(pki.settings(TlsAuthClients::Yes)));
+    let mut client = TlsClient::connect(tls_addr(&server), &pki, true);
+    let absent = pki.path("absent.key");
+    let error = error_text(client.cmd(&["CONFIG", "SET", "tls-key-file", path(&absent)]));
+    assert!(
+        error.starts_with("ERR CONFIG SET failed (possibly related to argument 'tls-key-file') - Unable to update TLS configuration: cannot read the private key from")
+            && error.contains("absent.key"),
+        "{error}"
+    );
+    let client_key = pki.path("client.key");
+    let error = error_text(client.cmd(&["CONFIG", "SET", "maxmemory", "1mb", "tls-key-file", path(&client_key)]));
+    assert!(error.contains("do not make a TLS configuration"), "{error}");
+    assert_eq!(
+        client.cmd(&["CONFIG", "GET", "maxmemory"]).expect("GET"),
+        OwnedFrame::Array(vec![bulk(b"maxmemory"), bulk(b"0")])
+    );
+    let error = error_text(client.cmd(&["CONFIG", "SET", "tls-ca-cert-file", ""]));
+    assert!(error.contains("tls-ca-cert-file is required unless tls-auth-clients is no"), "{error}");
+    let key = pki.path("tls.key");
+    let reply = client.cmd(&["CONFIG", "GET", "tls-key-file"]).expect("CONFIG GET");
+    assert_eq!(reply, OwnedFrame::Array(vec![bulk(b"tls-key-file"), bulk(path(&key).as_bytes())]));
+    assert!(served(&server, &pki), "the configuration in use still serves");
+    assert_eq!(metric(&server, r#"cairn_tls_reloads_total{result="failed"}"#), Some(2.0));
+    // Turning client certificates off applies at once, to new connections.
+    assert_eq!(client.cmd(&["CONFIG", "SET", "tls-auth-clients", "no"]).expect("SET"), simple("OK"));
+    let mut anonymous = TlsClient::connect(tls_addr(&server), &pki, false);
+    assert_eq!(anonymous.cmd(&["PING"]).expect("PING without a certificate"), simple("PONG"));
+
+    drop((anonymous, client, server));
+    let plain = TestServer::start();
+    let mut plain_client = plain.client();
+    let reply = plain_client.cmd(&["CONFIG", "SET", "tls-cert-file", path(&key)]);
+    assert!(format!("{reply:?}").contains("TLS is off"), "{reply:?}");
+    // Setting a value to itself stays a no-op without TLS (Redis's CONFIG sanity test does it).
+    let reply = plain_client.cmd(&["CONFIG", "SET", "tls-auth-clients", "yes", "tls-cert-file", ""]);
+    assert!(
+        matches!(&reply, redis_protocol::resp3::types::OwnedFrame::SimpleString { data, .. } if data == b"OK"),
+        "{reply:?}"
+    );
+}
+
+#[test]
+fn the_watcher_loads_renewed_files_and_keeps_out_a_half_written_pair() {
+    let (old, renewed, other) = (Pki::new("watch-old"), Pki::new("watch-new"), Pki::new("watch-other"));
+    let server = TestServer::start_with(|c| {
+        let mut settings = old.settings(TlsAuthClients::Yes);
+        settings.reload_interval_secs = 1;
+        c.tls = Some(settings);
+    });
+    assert!(served(&server, &old));
+    // 2031-05-17T00:00:00Z, the server certificate's notAfter.
+    assert_eq!(metric(&server, "cairn_tls_certificate_expiry_timestamp_seconds"), Some(1_936_742_400.0));
+    // A certificate whose key has not been written yet: kept out.
+    other.install_over(&old, &["tls.crt"]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while metric(&server, r#"cairn_tls_reloads_total{result="failed"}"#) != Some(1.0) {
+        assert!(std::time::Instant::now() < deadline, "the watcher did not report the mismatched pair");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(served(&server, &old), "a half-written pair replaced the configuration in use");
+    // The whole renewal lands: loaded at the next check.
+    renewed.install_over(&old, &SERVER_FILES);
+    while !served(&server, &renewed) {
+        assert!(std::time::Instant::now() < deadline, "the watcher did not load the renewed files");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!served(&server, &old));
+    assert_eq!(metric(&server, r#"cairn_tls_reloads_total{result="ok"}"#), Some(1.0));
+    assert_eq!(metric(&server, r#"cairn_tls_reloads_total{result="failed"}"#), Some(1.0), "reported once");
+    let ok = metric(&server, r#"cairn_tls_handshakes_total{result="ok"}"#).expect("handshakes counted");
+    let failed = metric(&server, r#"cairn_tls_handshakes_total{result="failed"}"#).expect("failures counted");
+    assert!(ok >= 3.0 && failed >= 1.0, "handshakes ok {ok}, failed {failed}");
 }
