@@ -2,7 +2,8 @@
 # Installs the system packages the test suite needs, idempotently (Debian).
 set -euo pipefail
 need=()
-for pkg in redis-server redis-tools; do
+# openssl: test certificates (e2e/lib/certs.py) for the TLS store pod of the Kubernetes step.
+for pkg in redis-server redis-tools openssl; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -22,20 +22,10 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from certs import make_pki  # noqa: E402  (e2e/lib/certs.py)
+
 CELLS = [("set", 8, 1), ("get", 8, 1), ("set", 64, 1), ("get", 64, 1), ("set", 64, 16), ("get", 64, 16)]
-
-
-def make_pki(directory):
-    """A CA and a server certificate for localhost/127.0.0.1, as PEM files."""
-    def openssl(*args):
-        subprocess.run(["openssl", *args], cwd=directory, check=True, capture_output=True)
-    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=bench CA")
-    openssl("req", *ec, "-keyout", "tls.key", "-out", "tls.csr", "-subj", "/CN=localhost")
-    with open(os.path.join(directory, "ext"), "w") as f:
-        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
-    openssl("x509", "-req", "-in", "tls.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-            "-out", "tls.crt", "-days", "2", "-extfile", "ext")
 
 
 def free_port():

@@ -7,7 +7,10 @@ become free loopback ports, `--data-dir` a scratch directory, `--config` a file 
 ConfigMap's `cairn.toml`, and a Secret-backed environment variable a dummy value. Then, as the
 kubelet would, the probe paths of the pod spec are requested on the admin port (startup/liveness
 `/healthz`, readiness `/readyz`) until they answer 200, a RESP PING (with AUTH when the pod gets a
-password) must answer PONG, and SIGTERM must stop the server with status 0.
+password) must answer PONG, and SIGTERM must stop the server with status 0. A store that serves
+RESP over TLS (`--tls-port`) gets certificates made for the run (e2e/lib/certs.py) in place of its
+mounted Secret (the TLS directory of its arguments is mapped to them), and its PING goes over TLS,
+with a client certificate when the server asks for one.
 
 This proves what the unit tests cannot: the pod's command line starts a server that becomes ready
 on the probe paths. Usage: run_store_pods.py --cairn BIN --rendered FILE --workdir DIR
@@ -17,6 +20,7 @@ import argparse
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -26,9 +30,12 @@ import urllib.request
 import yaml
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import ports  # noqa: E402  (e2e/lib/ports.py: ports below the ephemeral range)
+from certs import make_pki  # noqa: E402  (e2e/lib/certs.py: a CA, server and client certificates)
 
 DEADLINE_S = 60
 DUMMY_PASSWORD = "e2e-secret"
+# Where the operator mounts a store's TLS Secret (operator/src/store_contract.rs, TLS_DIR).
+TLS_DIR = "/etc/cairn/tls"
 
 
 def free_port() -> int:
@@ -45,8 +52,18 @@ def http_status(port: int, path: str) -> int:
         return 0
 
 
-def resp_ping(port: int, password) -> bytes:
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+def connect(port: int, pki):
+    """A socket to the RESP port: plaintext, or TLS trusting `pki`'s CA with its client certificate."""
+    raw = socket.create_connection(("127.0.0.1", port), timeout=5)
+    if pki is None:
+        return raw
+    context = ssl.create_default_context(cafile=os.path.join(pki, "ca.crt"))
+    context.load_cert_chain(os.path.join(pki, "client.crt"), os.path.join(pki, "client.key"))
+    return context.wrap_socket(raw, server_hostname="localhost")
+
+
+def resp_ping(port: int, password, pki=None) -> bytes:
+    with connect(port, pki) as s:
         out = b""
         if password:
             out += b"*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n" % (len(password), password.encode())
@@ -84,14 +101,23 @@ def run_pod(cairn, sts, config_maps, workdir):
     config_file = os.path.join(workdir, name, "cairn.toml")
     with open(config_file, "w") as f:
         f.write(config)
-    replace_flag(args, "--port", str(resp))
+    if flag_value(args, "--port") != "off":
+        replace_flag(args, "--port", str(resp))
     replace_flag(args, "--admin-port", str(admin))
     # Several pods run on this one machine: each picks a free native port.
     if "--native-port" in args:
-        replace_flag(args, "--native-port", "0")
+        if flag_value(args, "--native-port") != "off":
+            replace_flag(args, "--native-port", "0")
     else:
         args += ["--native-port", "0"]
     replace_flag(args, "--bind", "127.0.0.1")
+    pki, ping_port = None, resp
+    if "--tls-port" in args:
+        # The Secret's files: certificates made for this run, where the arguments name TLS_DIR.
+        pki = make_pki(os.path.join(workdir, name, "tls"))
+        args = [a.replace(TLS_DIR, pki) if a.startswith(TLS_DIR + "/") else a for a in args]
+        ping_port = free_port()
+        replace_flag(args, "--tls-port", str(ping_port))
     replace_flag(args, "--data-dir", data_dir)
     replace_flag(args, "--config", config_file)
 
@@ -128,7 +154,7 @@ def run_pod(cairn, sts, config_maps, workdir):
             for kind, path in pending.items():
                 failures.append(f"{name}: {kind} {path} never answered 200")
             if not failures:
-                reply = resp_ping(resp, password)
+                reply = resp_ping(ping_port, password, pki)
                 if not reply.endswith(b"+PONG\r\n"):
                     failures.append(f"{name}: PING answered {reply!r}")
                 if not failures:

@@ -122,7 +122,7 @@ step "builders' output (cairn-operator render) + kubernetes-validate --strict"
 render_args=()
 for f in "$CHART"/examples/*.yaml e2e/k8s/variants.yaml; do render_args+=(-f "$f"); done
 "$OPERATOR" render "${render_args[@]}" > "$WORK/rendered.yaml"
-validate "$WORK/rendered.yaml" '^$' 21
+validate "$WORK/rendered.yaml" '^$' 27
 validate crds/yaml/kvstores.cairn.io.yaml
 validate crds/yaml/kvstorebenchmarks.cairn.io.yaml
 

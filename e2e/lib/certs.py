@@ -1,0 +1,38 @@
+"""Test certificates made with the ``openssl`` command (Debian's ``openssl`` package; the test
+command installs it): a CA, a server certificate for localhost/127.0.0.1 and a client certificate
+the CA signed, as PEM files named as in a Kubernetes TLS Secret (``ca.crt``, ``tls.crt``,
+``tls.key``) plus ``client.crt``/``client.key``. ECDSA P-256, valid for two days.
+
+Use as a module: ``from certs import make_pki; make_pki(directory)``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+EC_KEY = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+
+
+def _openssl(directory: str, *args: str) -> None:
+    subprocess.run(["openssl", *args], cwd=directory, check=True, capture_output=True)
+
+
+def _signed(directory: str, name: str, subject: str, extensions: str) -> None:
+    """``name.key`` and ``name.crt`` for ``subject``, signed by the CA in ``directory``."""
+    _openssl(directory, "req", *EC_KEY, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", subject)
+    with open(os.path.join(directory, f"{name}.ext"), "w", encoding="ascii") as f:
+        f.write(extensions)
+    _openssl(directory, "x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+             "-CAcreateserial", "-out", f"{name}.crt", "-days", "2", "-extfile", f"{name}.ext")
+
+
+def make_pki(directory: str) -> str:
+    """Writes the CA, server and client files into ``directory`` (created if needed); returns it."""
+    os.makedirs(directory, exist_ok=True)
+    _openssl(directory, "req", "-x509", *EC_KEY, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2",
+             "-subj", "/CN=cairn test CA")
+    _signed(directory, "tls", "/CN=localhost",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+    _signed(directory, "client", "/CN=cairn test client", "extendedKeyUsage=clientAuth\n")
+    return directory
