@@ -10,7 +10,9 @@ kubelet would, the probe paths of the pod spec are requested on the admin port (
 password) must answer PONG, and SIGTERM must stop the server with status 0. A store that serves
 RESP over TLS (`--tls-port`) gets certificates made for the run (e2e/lib/certs.py) in place of its
 mounted Secret (the TLS directory of its arguments is mapped to them), and its PING goes over TLS,
-with a client certificate when the server asks for one.
+with a client certificate when the server asks for one. With `--cairn-bench`, the command line of
+every benchmark Job against a store is run too, against that store's process (target and duration
+shortened, the Secret's files mapped likewise), and must exit 0.
 
 This proves what the unit tests cannot: the pod's command line starts a server that becomes ready
 on the probe paths. Usage: run_store_pods.py --cairn BIN --rendered FILE --workdir DIR
@@ -88,7 +90,41 @@ def replace_flag(args, name, value):
         args[args.index(name) + 1] = value
 
 
-def run_pod(cairn, sts, config_maps, workdir):
+def run_jobs(bench, jobs, port, pki, workdir):
+    """Runs each benchmark Job's cairn-bench command line against the store's RESP/TLS `port`."""
+    failures = []
+    for job_name, args, env in jobs:
+        args = [pki + a[len(TLS_DIR):] if pki and a.startswith(TLS_DIR + "/") else a for a in args]
+        replace_flag(args, "--target", f"127.0.0.1:{port}")
+        replace_flag(args, "--duration", "2s")
+        summary = os.path.join(workdir, f"{job_name}.summary.json")
+        replace_flag(args, "--summary-json", summary)
+        run = subprocess.run([bench, *args], env=env, capture_output=True, text=True, timeout=120)
+        if run.returncode != 0:
+            failures.append(f"{job_name}: cairn-bench {' '.join(args)} exited {run.returncode}: "
+                            f"{run.stderr.strip()[-500:]}")
+        else:
+            print(f"ok   {job_name}: the Job's cairn-bench command line ran against the store "
+                  f"({os.path.getsize(summary)}-byte summary)")
+    return failures
+
+
+def container_env(container):
+    """The container's environment as the kubelet would set it (a Secret's value: a dummy one that
+    every pod and Job shares), and the password clients need when it sets CAIRN_REQUIREPASS."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")}
+    password = None
+    for var in container.get("env", []):
+        if "value" in var:
+            env[var["name"]] = var["value"]
+        elif var.get("valueFrom", {}).get("secretKeyRef"):
+            env[var["name"]] = DUMMY_PASSWORD
+            if var["name"] == "CAIRN_REQUIREPASS":
+                password = DUMMY_PASSWORD
+    return env, password
+
+
+def run_pod(cairn, sts, config_maps, workdir, bench=None, jobs=()):
     name = sts["metadata"]["name"]
     pod = sts["spec"]["template"]["spec"]
     container = pod["containers"][0]
@@ -114,22 +150,15 @@ def run_pod(cairn, sts, config_maps, workdir):
     pki, ping_port = None, resp
     if "--tls-port" in args:
         # The Secret's files: certificates made for this run, where the arguments name TLS_DIR.
-        pki = make_pki(os.path.join(workdir, name, "tls"))
+        service_dns = f"{name}.{sts['metadata'].get('namespace', 'default')}.svc"
+        pki = make_pki(os.path.join(workdir, name, "tls"), names=(service_dns,))
         args = [a.replace(TLS_DIR, pki) if a.startswith(TLS_DIR + "/") else a for a in args]
         ping_port = free_port()
         replace_flag(args, "--tls-port", str(ping_port))
     replace_flag(args, "--data-dir", data_dir)
     replace_flag(args, "--config", config_file)
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")}
-    password = None
-    for var in container.get("env", []):
-        if "value" in var:
-            env[var["name"]] = var["value"]
-        elif var.get("valueFrom", {}).get("secretKeyRef"):
-            env[var["name"]] = DUMMY_PASSWORD
-            if var["name"] == "CAIRN_REQUIREPASS":
-                password = DUMMY_PASSWORD
+    env, password = container_env(container)
 
     command = container.get("command", [])
     if command[:1] != ["cairn"]:
@@ -157,6 +186,8 @@ def run_pod(cairn, sts, config_maps, workdir):
                 reply = resp_ping(ping_port, password, pki)
                 if not reply.endswith(b"+PONG\r\n"):
                     failures.append(f"{name}: PING answered {reply!r}")
+                if not failures and bench:
+                    failures += run_jobs(bench, jobs, ping_port, pki, os.path.join(workdir, name))
                 if not failures:
                     print(f"ok   {name}: cairn {' '.join(container['args'])}: probes "
                           f"{', '.join(sorted(set(probes.values())))} answer 200, PING answers PONG")
@@ -177,11 +208,25 @@ def run_pod(cairn, sts, config_maps, workdir):
     return failures
 
 
+def jobs_against(sts, jobs):
+    """(name, args) of the benchmark Jobs whose --target is this store's client Service."""
+    meta = sts["metadata"]
+    prefix = f"{meta['name']}.{meta.get('namespace', 'default')}.svc:"
+    out = []
+    for job in jobs:
+        container = job["spec"]["template"]["spec"]["containers"][0]
+        args = [str(a) for a in container.get("args", [])]
+        if (flag_value(args, "--target") or "").startswith(prefix):
+            out.append((job["metadata"]["name"], args, container_env(container)[0]))
+    return out
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--cairn", required=True)
     p.add_argument("--rendered", required=True)
     p.add_argument("--workdir", required=True)
+    p.add_argument("--cairn-bench", help="also run each benchmark Job's command line with this binary")
     a = p.parse_args()
     with open(a.rendered) as f:
         docs = [d for d in yaml.safe_load_all(f) if d]
@@ -192,8 +237,9 @@ def main():
         print("FAIL no StatefulSet in the rendered objects")
         sys.exit(1)
     failures = []
+    jobs = [d for d in docs if d.get("kind") == "Job"]
     for sts in statefulsets:
-        failures += run_pod(a.cairn, sts, config_maps, a.workdir)
+        failures += run_pod(a.cairn, sts, config_maps, a.workdir, a.cairn_bench, jobs_against(sts, jobs))
     for failure in failures:
         print(f"FAIL {failure}")
     print(f"store pods: {len(statefulsets) - len({f.split(':')[0] for f in failures})} of {len(statefulsets)} "

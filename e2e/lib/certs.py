@@ -27,12 +27,16 @@ def _signed(directory: str, name: str, subject: str, extensions: str) -> None:
              "-CAcreateserial", "-out", f"{name}.crt", "-days", "2", "-extfile", f"{name}.ext")
 
 
-def make_pki(directory: str) -> str:
-    """Writes the CA, server and client files into ``directory`` (created if needed); returns it."""
+def make_pki(directory: str, names: tuple[str, ...] = ()) -> str:
+    """Writes the CA, server and client files into ``directory`` (created if needed); returns it.
+
+    The server certificate is for localhost, 127.0.0.1 and the DNS ``names`` given, and serves for
+    client authentication too (as a Secret's certificate does when a benchmark Job presents it)."""
     os.makedirs(directory, exist_ok=True)
     _openssl(directory, "req", "-x509", *EC_KEY, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2",
              "-subj", "/CN=cairn test CA")
+    alt_names = ",".join(["DNS:localhost", "IP:127.0.0.1", *(f"DNS:{n}" for n in names)])
     _signed(directory, "tls", "/CN=localhost",
-            "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+            f"subjectAltName={alt_names}\nextendedKeyUsage=serverAuth,clientAuth\n")
     _signed(directory, "client", "/CN=cairn test client", "extendedKeyUsage=clientAuth\n")
     return directory
