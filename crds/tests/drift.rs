@@ -36,3 +36,16 @@ fn crds_carry_the_validation_rules_and_columns() {
         assert!(all.contains(needle), "CRDs lack {needle}");
     }
 }
+
+#[test]
+fn crd_yaml_reads_the_same_in_yaml_1_1() {
+    // kubectl (go-yaml) reads YAML 1.1: an unquoted `no`/`yes` in an enum or a default would be
+    // a boolean there, and the API server would refuse the CRD (a string field's default false).
+    for (file, crd) in cairn_crds::crds() {
+        let yaml = cairn_crds::render_yaml(&crd).expect("render");
+        assert_eq!(cairn_crds::yaml11::quote_booleans(&yaml), yaml, "{file} has a plain YAML 1.1 boolean word");
+        if file.starts_with("kvstores") {
+            assert!(yaml.contains("default: 'no'") && yaml.contains("- 'yes'"), "{file}: authClients quoted");
+        }
+    }
+}

@@ -86,7 +86,13 @@ fn the_server_accepts_the_statefulset_arguments_of_every_example() {
         let spec = &store.spec;
         assert_eq!(config.durability.to_string(), spec.durability.as_flag());
         assert_eq!(config.threads, Some(usize::try_from(spec.cpus).unwrap_or(0)));
-        assert_eq!(config.port.map(i32::from), Some(spec.ports.resp));
+        // A TLS store serves RESP on its port over TLS only.
+        let (plaintext, tls) = match spec.tls_secret {
+            None => (Some(spec.ports.resp), None),
+            Some(_) => (None, Some(spec.ports.resp)),
+        };
+        assert_eq!(config.port.map(i32::from), plaintext);
+        assert_eq!(config.tls.as_ref().map(|t| i32::from(t.port)), tls);
         assert_eq!(i32::from(config.admin_port), spec.ports.admin);
         assert_eq!(config.bind, sc::BIND_ALL);
         // The kubelet probes the admin port from outside the pod.
