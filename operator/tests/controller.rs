@@ -580,3 +580,22 @@ async fn a_finished_benchmark_is_left_alone() {
     assert_eq!(action.expect("reconcile"), Action::await_change());
     assert!(calls.is_empty(), "{calls:#?}");
 }
+
+#[tokio::test]
+async fn a_driver_that_failed_before_its_summary_is_quoted_in_the_status() {
+    let world = World {
+        store: Some(store_json()),
+        job_exists: true,
+        job_condition: Some("Failed"),
+        termination_message: Some(
+            "connecting\ncairn-bench: TLS: cannot read the CA certificates from /etc/cairn/tls/ca.crt: No such file\n"
+                .into(),
+        ),
+        ..World::default()
+    };
+    let (_, calls) = with_api(world, |ctx| benchmark::reconcile(Arc::new(bench()), ctx)).await;
+    let status = &find(&calls, "PATCH", "/kvstorebenchmarks/run1/status").expect("status").body["status"];
+    assert_eq!(status["phase"], "Failed");
+    let message = status["message"].as_str().unwrap_or("");
+    assert!(message.starts_with("Job failed: job Failed; the driver said: cairn-bench: TLS: cannot read"), "{message}");
+}

@@ -15,7 +15,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType};
 use kube::{Api, ResourceExt};
 
-use super::summary::parse_summary;
+use super::summary::{driver_said, parse_summary};
 use super::{apply, apply_status};
 use crate::builders;
 use crate::conditions::{self, is_true, Want, COMPLETE, FAILED, READY};
@@ -128,7 +128,8 @@ async fn reconcile_inner(bench: &KVStoreBenchmark, ctx: &Context) -> Result<Acti
         JobOutcome::Complete | JobOutcome::Failed(_) => {
             let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
             let listed = pods.list(&ListParams::default().labels(&format!("{JOB_NAME_LABEL}={job_name}"))).await?;
-            let parsed = termination_message(&listed.items).map(|m| parse_summary(&m));
+            let left = termination_message(&listed.items);
+            let parsed = left.as_deref().map(parse_summary);
             match (&outcome, parsed) {
                 (JobOutcome::Complete, Some(Ok(s))) if s.verified && s.errors == 0 => {
                     let msg = format!("{:.0} ops/s, p99 {:.0} µs, verified", s.ops_per_sec, s.p99_us);
@@ -147,7 +148,12 @@ async fn reconcile_inner(bench: &KVStoreBenchmark, ctx: &Context) -> Result<Acti
                         JobOutcome::Failed(why) => why.clone(),
                         _ => String::new(),
                     };
-                    (BenchPhase::Failed, parsed.and_then(Result::ok), format!("Job failed: {why}"))
+                    let said = left.as_deref().and_then(driver_said).map(|l| format!("; the driver said: {l}"));
+                    (
+                        BenchPhase::Failed,
+                        parsed.and_then(Result::ok),
+                        format!("Job failed: {why}{}", said.unwrap_or_default()),
+                    )
                 }
             }
         }

@@ -39,6 +39,25 @@ pub fn parse_summary(message: &str) -> Result<BenchSummary, SummaryError> {
     })
 }
 
+/// Longest excerpt of the driver's log a status message quotes.
+const LOG_EXCERPT_MAX: usize = 300;
+
+/// The driver's last log line, when its termination message is its log rather than a summary:
+/// the Job's container has `terminationMessagePolicy: FallbackToLogsOnError`, so a driver that
+/// stopped before writing its summary (a usage error, an unreadable certificate, a refused
+/// connection) leaves the end of its log, and the status can say why.
+pub fn driver_said(message: &str) -> Option<String> {
+    if message.trim_start().starts_with('{') {
+        return None;
+    }
+    let line = message.lines().map(str::trim).rfind(|l| !l.is_empty())?;
+    let mut end = line.len().min(LOG_EXCERPT_MAX);
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    Some(line[..end].to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -53,6 +72,18 @@ mod tests {
         assert_eq!(s.p99_us, 410.5);
         assert_eq!(s.errors, 0);
         assert!(s.verified);
+    }
+
+    #[test]
+    fn a_log_left_as_the_message_gives_its_last_line() {
+        let log = "starting\ncairn-bench: TLS: cannot read the CA certificates from /etc/cairn/tls/ca.crt\n\n";
+        assert_eq!(
+            driver_said(log).as_deref(),
+            Some("cairn-bench: TLS: cannot read the CA certificates from /etc/cairn/tls/ca.crt")
+        );
+        assert_eq!(driver_said(r#"{"ops_per_sec": 1}"#), None, "a summary is not a log");
+        assert_eq!(driver_said("\n \n"), None);
+        assert_eq!(driver_said(&"é".repeat(400)).map(|s| s.len()), Some(300));
     }
 
     #[test]
