@@ -93,7 +93,7 @@ impl TlsClient {
 /// The rustls client configuration: the CA roots, and the client identity if there is one.
 fn client_config(settings: &TlsSettings) -> Result<ClientConfig, TlsError> {
     // rustls deprecates its *ring* provider for lacking post-quantum key exchange; the server
-    // uses the same provider (store/server/src/tls.rs, docs/tls.md).
+    // uses the same provider (store/server/src/tls/acceptor.rs, docs/tls.md).
     #[allow(deprecated)]
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let roots = root_store(&settings.ca_cert)?;
