@@ -90,11 +90,18 @@ def replace_flag(args, name, value):
         args[args.index(name) + 1] = value
 
 
+def with_pki(args, pki):
+    """`args` with the files under the Secret's mount (TLS_DIR) taken from `pki` instead."""
+    if pki is None:
+        return args
+    return [pki + a[len(TLS_DIR):] if a.startswith(TLS_DIR + "/") else a for a in args]
+
+
 def run_jobs(bench, jobs, port, pki, workdir):
     """Runs each benchmark Job's cairn-bench command line against the store's RESP/TLS `port`."""
     failures = []
     for job_name, args, env in jobs:
-        args = [pki + a[len(TLS_DIR):] if pki and a.startswith(TLS_DIR + "/") else a for a in args]
+        args = with_pki(args, pki)
         replace_flag(args, "--target", f"127.0.0.1:{port}")
         replace_flag(args, "--duration", "2s")
         summary = os.path.join(workdir, f"{job_name}.summary.json")
@@ -152,7 +159,7 @@ def run_pod(cairn, sts, config_maps, workdir, bench=None, jobs=()):
         # The Secret's files: certificates made for this run, where the arguments name TLS_DIR.
         service_dns = f"{name}.{sts['metadata'].get('namespace', 'default')}.svc"
         pki = make_pki(os.path.join(workdir, name, "tls"), names=(service_dns,))
-        args = [a.replace(TLS_DIR, pki) if a.startswith(TLS_DIR + "/") else a for a in args]
+        args = with_pki(args, pki)
         ping_port = free_port()
         replace_flag(args, "--tls-port", str(ping_port))
     replace_flag(args, "--data-dir", data_dir)

@@ -55,10 +55,15 @@ impl TlsFiles {
     /// A hash of the contents: equal fingerprints, same files (for the
     /// reload watcher, which compares without keeping old contents).
     pub fn fingerprint(&self) -> u64 {
-        let mut hasher = DefaultHasher::new();
-        self.hash(&mut hasher);
-        hasher.finish()
+        fingerprint_of(self)
     }
+}
+
+/// A hash of `value`, for comparing what was read with what is in use.
+pub fn fingerprint_of(value: &impl Hash) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    value.hash(&mut hasher);
+    hasher.finish()
 }
 
 /// An acceptor and what the metrics report about its certificate.

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::{Mutex, RwLock};
 use tokio_rustls::TlsAcceptor;
 
-use super::acceptor::{build, TlsError, TlsFiles};
+use super::acceptor::{build, fingerprint_of, TlsError, TlsFiles};
 use crate::config::TlsSettings;
 
 /// The TLS configuration in use and its counters.
@@ -137,7 +137,7 @@ impl TlsContext {
         let files = TlsFiles::read(&settings);
         let fingerprint = match &files {
             Ok(files) => files.fingerprint(),
-            Err(e) => hash_of(&e.to_string()),
+            Err(e) => fingerprint_of(&e.to_string()),
         };
         if fingerprint == self.current.read().fingerprint {
             return Reload::Unchanged;
@@ -174,11 +174,4 @@ impl TlsContext {
             loaded_unix_seconds: current.loaded_unix_ms as f64 / 1000.0,
         }
     }
-}
-
-fn hash_of(text: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    text.hash(&mut hasher);
-    hasher.finish()
 }
