@@ -313,8 +313,13 @@ pub fn prepare_spare(storage: &dyn Storage, dir: &Path, name: &str, size: u64, f
     result
 }
 
+/// The zeros a spare is filled from: a static in `.bss`, so filling a
+/// segment allocates nothing (a heap buffer would count against
+/// `maxmemory` for as long as the fill takes, and evict keys).
+static ZEROS: [u8; FILL_CHUNK] = [0; FILL_CHUNK];
+
 fn zero_fill(file: &mut dyn StorageFile, size: u64) -> io::Result<()> {
-    let zeros = vec![0u8; FILL_CHUNK];
+    let zeros = &ZEROS;
     let mut offset = 0;
     while offset < size {
         let n = (size - offset).min(FILL_CHUNK as u64) as usize;

@@ -109,8 +109,24 @@ fn set_many(c: &mut Client, prefix: &str, n: usize, ttl: Option<u64>) {
             Some(secs) => c.cmd(&["SET", &key, &v, "EX", &(secs + i as u64).to_string()]),
             None => c.cmd(&["SET", &key, &v]),
         };
-        assert_eq!(reply, simple("OK"), "SET {key}");
+        if reply != simple("OK") {
+            panic!("SET {key}: {reply:?}; {}", memory_report(c));
+        }
     }
+}
+
+/// What a failed write's message needs to tell eviction trouble apart:
+/// keys left, keys evicted, counted memory against the limit.
+fn memory_report(c: &mut Client) -> String {
+    let keys = c.cmd(&["DBSIZE"]);
+    format!(
+        "dbsize {keys:?}, evicted {}, used {}, not counted {}, maxmemory {}, lazyfree pending {}",
+        c.info_number("stats", "evicted_keys"),
+        c.info_number("memory", "used_memory"),
+        c.info_number("memory", "mem_not_counted_for_evict"),
+        c.info_number("memory", "maxmemory"),
+        c.info_number("memory", "lazyfree_pending_objects"),
+    )
 }
 
 fn present(c: &mut Client, prefix: &str, n: usize) -> Vec<usize> {
