@@ -2,7 +2,8 @@
 """Generates cairn-overview.json and cairn-durability.json (Grafana dashboards) in this directory.
 
 Edit the panels here and run `python3 dashboards/generate.py`; the Rust test
-store/server/tests/dashboards.rs and e2e/steps/30-metrics.sh check every query.
+store/server/tests/dashboards.rs and e2e/steps/30-metrics.sh check every query. It also runs
+alerts.py, which generates the alerting rules (cairn-alerts.yaml and the chart's PrometheusRule).
 """
 import json
 import os
@@ -106,3 +107,8 @@ for name, title, panels in [("overview", "Cairn / Overview", overview), ("durabi
     with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), f"cairn-{name}.json"), "w") as f:
         json.dump(dashboard(f"cairn-{name}", title, panels, ["cairn"]), f, indent=2)
         f.write("\n")
+
+# The alerting rules (dashboards/cairn-alerts.yaml and the chart's PrometheusRule) are generated
+# from dashboards/alerts.py along with the dashboards.
+import alerts  # noqa: E402
+alerts.main([])
