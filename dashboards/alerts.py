@@ -130,7 +130,7 @@ ALERTS = [
           "loss window grows with it. Check the volume's IOPS and throughput limits (the "
           "KVStore's status.volume), a noisy neighbour or burst credits run out; a larger or faster "
           "volume (fsyncClass, storage.targetAcksPerSecond) helps." + see("CairnFsyncLatencyHigh"),
-          params={"threshold": 0.05},
+          params={"threshold": 0.1},
           help={"threshold": "seconds (p99 over 5 minutes)"}),
     Alert("CairnDurableAckLagHigh", "cairn.durability",
           "(\n"
