@@ -91,6 +91,9 @@ else
   echo "ok   no dashboards/ yet"
 fi
 
+step "alerting rules: the chart's PrometheusRule template and values are generated (dashboards/alerts.py)"
+python3 dashboards/alerts.py --check
+
 step "Dockerfiles: multi-stage, non-root (uid 10001, as the pods run), the binaries the operator starts"
 for f in store/Dockerfile operator/Dockerfile; do
   [ "$(grep -c '^FROM ' "$f")" -ge 2 ] || { echo "FAIL $f is not a multi-stage build"; exit 1; }
@@ -105,15 +108,60 @@ echo "ok   store/Dockerfile, operator/Dockerfile"
 step "helm lint"
 "$HELM" lint --strict "$CHART"
 "$HELM" lint --strict "$CHART" --set watchNamespace=apps,leaderElection=true,replicaCount=2
+"$HELM" lint --strict "$CHART" --set prometheusRule.enabled=true,prometheusRule.namespace=monitoring \
+  --set prometheusRule.additionalLabels.release=kube-prometheus-stack,prometheusRule.additionalRuleLabels.team=storage
 
 step "helm template + kubernetes-validate --strict"
 "$HELM" template cairn "$CHART" --namespace cairn-system --include-crds > "$WORK/chart-default.yaml"
 validate "$WORK/chart-default.yaml" '^$' 7
 "$HELM" template cairn "$CHART" --namespace cairn-system \
   --set leaderElection=true,replicaCount=2,serviceMonitor.enabled=true,dashboards.enabled=true \
+  --set prometheusRule.enabled=true,prometheusRule.additionalLabels.release=kube-prometheus-stack \
   > "$WORK/chart-full.yaml"
-validate "$WORK/chart-full.yaml" 'ServiceMonitor' 8
+validate "$WORK/chart-full.yaml" 'ServiceMonitor|PrometheusRule' 9
 grep -q '^kind: ServiceMonitor' "$WORK/chart-full.yaml"
+grep -q '^kind: PrometheusRule' "$WORK/chart-full.yaml"
+# With the default values the PrometheusRule's rules are dashboards/cairn-alerts.yaml's; the values
+# reach every rule (thresholds, for, severity, enabled) and its labels and namespace.
+"$PY" - "$WORK/chart-full.yaml" dashboards/cairn-alerts.yaml <<'PYEOF'
+import sys, yaml
+rules = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d.get("kind") == "PrometheusRule"]
+assert len(rules) == 1, rules
+want = yaml.safe_load(open(sys.argv[2]))
+if rules[0]["spec"] != want:
+    sys.exit(f"FAIL the chart's PrometheusRule differs from {sys.argv[2]}: run python3 dashboards/alerts.py")
+assert rules[0]["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+print(f"ok   PrometheusRule {rules[0]['metadata']['name']} = {sys.argv[2]} "
+      f"({sum(len(g['rules']) for g in want['groups'])} alerts)")
+PYEOF
+"$HELM" template cairn "$CHART" --namespace cairn-system --show-only templates/prometheusrule.yaml \
+  --set prometheusRule.enabled=true,prometheusRule.namespace=monitoring,prometheusRule.additionalRuleLabels.team=storage \
+  --set prometheusRule.rules.CairnFsyncLatencyHigh.threshold=0.25,prometheusRule.rules.CairnFsyncLatencyHigh.for=30m \
+  --set prometheusRule.rules.CairnFsyncLatencyHigh.severity=critical,prometheusRule.rules.CairnKeysEvicted.enabled=false \
+  --set prometheusRule.rules.CairnTLSCertificateExpiringSoon.days=30 \
+  --set-json 'prometheusRule.rules.CairnDown.selector="{job=~\"cairn|kvstore-.*\"}"' > "$WORK/prometheusrule.yaml"
+validate "$WORK/prometheusrule.yaml" 'PrometheusRule' 1
+"$PY" - "$WORK/prometheusrule.yaml" <<'PYEOF'
+import sys, yaml
+rule = yaml.safe_load(open(sys.argv[1]))
+assert rule["metadata"]["namespace"] == "monitoring", rule["metadata"]
+alerts = {r["alert"]: r for g in rule["spec"]["groups"] for r in g["rules"]}
+fsync = alerts["CairnFsyncLatencyHigh"]
+assert fsync["expr"].endswith("> 0.25") and fsync["for"] == "30m" and fsync["labels"]["severity"] == "critical", fsync
+assert "threshold 0.25 s" in fsync["annotations"]["description"], fsync
+assert "CairnKeysEvicted" not in alerts and len(alerts) == 15, sorted(alerts)
+assert alerts["CairnTLSCertificateExpiringSoon"]["expr"].startswith(
+    "cairn_tls_certificate_expiry_timestamp_seconds - time() < 30 * 86400"), alerts["CairnTLSCertificateExpiringSoon"]
+assert alerts["CairnDown"]["expr"] == 'up{job=~"cairn|kvstore-.*"} == 0', alerts["CairnDown"]
+assert all(r["labels"]["team"] == "storage" for r in alerts.values())
+assert "{{ $labels.instance }}" in alerts["CairnDown"]["annotations"]["summary"]
+print("ok   PrometheusRule values: threshold, for, severity, enabled, selector, namespace, rule labels")
+PYEOF
+if command -v promtool >/dev/null; then
+  "$PY" -c 'import sys, yaml; yaml.safe_dump(yaml.safe_load(open(sys.argv[1]))["spec"], open(sys.argv[2], "w"))' \
+    "$WORK/prometheusrule.yaml" "$WORK/prometheusrule-rules.yaml"
+  promtool check rules "$WORK/prometheusrule-rules.yaml"
+fi
 "$HELM" template cairn "$CHART" --namespace cairn-system --set watchNamespace=apps > "$WORK/chart-ns.yaml"
 validate "$WORK/chart-ns.yaml" '^$' 5
 grep -A3 '^kind: Role$' "$WORK/chart-ns.yaml" | grep -q 'namespace: apps'
