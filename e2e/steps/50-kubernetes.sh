@@ -108,7 +108,7 @@ echo "ok   store/Dockerfile, operator/Dockerfile"
 step "helm lint"
 "$HELM" lint --strict "$CHART"
 "$HELM" lint --strict "$CHART" --set watchNamespace=apps,leaderElection=true,replicaCount=2
-"$HELM" lint --strict "$CHART" --set prometheusRule.enabled=true,prometheusRule.namespace=monitoring \
+"$HELM" lint --strict "$CHART" --set prometheusRule.enabled=true,prometheusRule.namespace=monitoring,storePodMonitor.enabled=true \
   --set prometheusRule.additionalLabels.release=kube-prometheus-stack,prometheusRule.additionalRuleLabels.team=storage
 
 step "helm template + kubernetes-validate --strict"
@@ -117,10 +117,12 @@ validate "$WORK/chart-default.yaml" '^$' 7
 "$HELM" template cairn "$CHART" --namespace cairn-system \
   --set leaderElection=true,replicaCount=2,serviceMonitor.enabled=true,dashboards.enabled=true \
   --set prometheusRule.enabled=true,prometheusRule.additionalLabels.release=kube-prometheus-stack \
+  --set storePodMonitor.enabled=true \
   > "$WORK/chart-full.yaml"
-validate "$WORK/chart-full.yaml" 'ServiceMonitor|PrometheusRule' 9
+validate "$WORK/chart-full.yaml" 'ServiceMonitor|PrometheusRule|PodMonitor' 10
 grep -q '^kind: ServiceMonitor' "$WORK/chart-full.yaml"
 grep -q '^kind: PrometheusRule' "$WORK/chart-full.yaml"
+grep -q '^kind: PodMonitor' "$WORK/chart-full.yaml"
 # With the default values the PrometheusRule's rules are dashboards/cairn-alerts.yaml's; the values
 # reach every rule (thresholds, for, severity, enabled) and its labels and namespace.
 "$PY" - "$WORK/chart-full.yaml" dashboards/cairn-alerts.yaml <<'PYEOF'
@@ -165,12 +167,32 @@ fi
 "$HELM" template cairn "$CHART" --namespace cairn-system --set watchNamespace=apps > "$WORK/chart-ns.yaml"
 validate "$WORK/chart-ns.yaml" '^$' 5
 grep -A3 '^kind: Role$' "$WORK/chart-ns.yaml" | grep -q 'namespace: apps'
+"$HELM" template cairn "$CHART" --namespace cairn-system --set watchNamespace=apps,storePodMonitor.enabled=true \
+  --show-only templates/podmonitor.yaml | grep -A2 'namespaceSelector:' | grep -q -- '- apps' \
+  || { echo "FAIL the stores' PodMonitor does not keep to watchNamespace"; exit 1; }
 
 step "builders' output (cairn-operator render) + kubernetes-validate --strict"
 render_args=()
 for f in "$CHART"/examples/*.yaml e2e/k8s/variants.yaml; do render_args+=(-f "$f"); done
 "$OPERATOR" render "${render_args[@]}" > "$WORK/rendered.yaml"
 validate "$WORK/rendered.yaml" '^$' 27
+# The chart's PodMonitor for the stores selects every rendered store pod, on a port it declares.
+"$PY" - "$WORK/chart-full.yaml" "$WORK/rendered.yaml" <<'PYEOF'
+import sys, yaml
+monitor = next(d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "PodMonitor")
+want = monitor["spec"]["selector"]["matchLabels"]
+port = monitor["spec"]["podMetricsEndpoints"][0]["port"]
+stores = [d for d in yaml.safe_load_all(open(sys.argv[2])) if d and d["kind"] == "StatefulSet"]
+assert stores
+for sts in stores:
+    pod = sts["spec"]["template"]
+    labels = pod["metadata"]["labels"]
+    assert all(labels.get(k) == v for k, v in want.items()), (sts["metadata"]["name"], labels, want)
+    ports = [p["name"] for c in pod["spec"]["containers"] for p in c.get("ports", [])]
+    assert port in ports, (sts["metadata"]["name"], ports)
+    assert labels.get(monitor["spec"]["jobLabel"]) == "cairn", labels
+print(f"ok   the chart's PodMonitor selects the pods of all {len(stores)} rendered stores on port {port} (job=cairn)")
+PYEOF
 validate crds/yaml/kvstores.cairn.io.yaml
 validate crds/yaml/kvstorebenchmarks.cairn.io.yaml
 
