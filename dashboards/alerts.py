@@ -159,8 +159,8 @@ ALERTS = [
           "  and cairn_tls_certificate_expiry_timestamp_seconds - time() > 0", "warning", "10m",
           WHO + ": TLS certificate expires in {{ $value | humanizeDuration }}",
           "The server certificate " + WHO + " serves expires in {{ $value | humanizeDuration }} "
-          "(threshold <<days>> days). Renew it (cert-manager renews a Certificate 30 days before "
-          "expiry by default: check the Certificate's status and events). Cairn reloads the files "
+          "(threshold <<days>> days). Renew it (with cert-manager, check the Certificate's status "
+          "and events). Cairn reloads the files "
           "by itself when the Secret changes (--tls-reload-interval) or on CONFIG SET tls-cert-file; "
           "check cairn_tls_reloads_total{result=\"failed\"} if a renewed Secret is not picked up."
           + see("CairnTLSCertificateExpiringSoon"),
@@ -363,6 +363,12 @@ def main(argv: list[str]) -> int:
             print(f"wrote {os.path.relpath(path, ROOT)}")
     if stale:
         print(f"FAIL stale (run python3 dashboards/alerts.py): {', '.join(stale)}")
+        return 1
+    with open(os.path.join(ROOT, DOC), encoding="utf-8") as f:
+        headings = set(re.findall(r"^### (\w+)$", f.read(), re.M))
+    undocumented = [a.name for a in ALERTS if a.name not in headings]
+    if undocumented:
+        print(f"FAIL {DOC} has no section for {', '.join(undocumented)}")
         return 1
     if check:
         print(f"ok   {len(ALERTS)} alerts: {os.path.relpath(RULES_FILE, ROOT)}, the chart's PrometheusRule and values are up to date")
