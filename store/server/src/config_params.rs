@@ -89,17 +89,16 @@ pub const PARAMS: &[Param] = &[
     p("min-replicas-to-write", Kind::Int { min: 0, max: INT_MAX }, "0", true),
     p("min-replicas-max-lag", Kind::Int { min: 0, max: INT_MAX }, "10", true),
     p("requirepass", Kind::Str, "", true),
-    // Mutable in Redis 7; Cairn accepts only the current value (its
-    // listeners are bound at start).
-    p("port", Kind::Fixed, "6379", true),
-    p("tls-port", Kind::Fixed, "0", true),
+    // Setting these or `bind` moves the listeners (rebind.rs); 0 closes the port.
+    p("port", Kind::Int { min: 0, max: 65535 }, "6379", true),
+    p("tls-port", Kind::Int { min: 0, max: 65535 }, "0", true),
     // Setting any of these rereads the TLS files (tls::config_set), as in
     // Redis; refused when tls-port is off.
     p("tls-cert-file", Kind::Str, "", true),
     p("tls-key-file", Kind::Str, "", true),
     p("tls-ca-cert-file", Kind::Str, "", true),
     p("tls-auth-clients", Kind::Enum(TLS_AUTH_CLIENTS), "yes", true),
-    p("bind", Kind::Fixed, "127.0.0.1", true),
+    p("bind", Kind::Str, "127.0.0.1", true),
     p("dir", Kind::Str, "./data", false),
     p("proto-max-bulk-len", Kind::Memory { min: 1024 * 1024 }, "536870912", true),
     p("client-query-buffer-limit", Kind::Memory { min: 1024 * 1024 }, "1073741824", true),
@@ -545,8 +544,10 @@ mod tests {
         assert_eq!(check_value(save, "900  1", ""), Ok("900 1".into()));
         assert!(check_value(save, "900", "").is_err());
         let port = find("port").unwrap();
-        assert!(check_value(port, "6379", "6379").is_ok());
-        assert!(check_value(port, "6380", "6379").is_err());
+        assert!(check_value(port, "6380", "6379").is_ok());
+        assert!(check_value(port, "65536", "6379").is_err());
+        let replicaof = find("replicaof").unwrap();
+        assert!(check_value(replicaof, "", "").is_ok());
         assert_eq!(find("lua-time-limit").map(|p| p.name), Some("busy-reply-threshold"));
     }
 }

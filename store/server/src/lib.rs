@@ -8,7 +8,8 @@
 //! - [`cpus`]: CPU lists and the affinity mask (one worker per allowed CPU);
 //!   [`rebalance`]: moving connections between workers as the load needs;
 //!   [`cpu_quota`]: the cgroup's CPU limit (spinning is off under one).
-//! - [`listener`]: SO_REUSEPORT listeners, one per worker.
+//! - [`listener`]: SO_REUSEPORT listeners, one per worker;
+//! - [`rebind`]: moving them at runtime (CONFIG SET port, tls-port, bind).
 //! - [`worker`]: a pinned thread with a single-threaded tokio event loop that
 //!   accepts connections and runs active expiry ([`expiry`]) for its share
 //!   of the shards; [`busy_poll`]: how it polls briefly before sleeping;
@@ -83,6 +84,7 @@ pub mod pause;
 pub mod persistence;
 pub mod pubsub;
 pub mod rebalance;
+pub mod rebind;
 pub mod redact;
 pub mod scripting;
 pub mod server;
@@ -134,7 +136,8 @@ pub enum StartError {
 #[derive(Debug)]
 pub struct RunningServer {
     /// The address of the plaintext RESP listener (with the actual port),
-    /// or of the TLS one when plaintext RESP is off (`--port off`).
+    /// or of the TLS one when plaintext RESP is off (`--port off`), as
+    /// bound at start (CONFIG SET port/bind may move it: `Server::rebind`).
     pub addr: SocketAddr,
     /// The address of the RESP over TLS listener, if enabled.
     pub tls_addr: Option<SocketAddr>,
@@ -208,8 +211,17 @@ pub fn start(mut config: Config, shutdown: Shutdown) -> Result<RunningServer, St
     // Resolved once, here: the workers read the configured value.
     let quota = cpu_quota::cpu_quota();
     config.resolve_spin_budgets(quota);
-    let server =
-        Arc::new(Server::new(config, resp_addr.map_or(0, |a| a.port()), plan.len(), shutdown).with_tls(tls_context));
+    let addresses = rebind::Addresses {
+        bind: config.bind.clone(),
+        resp: resp_addr.map(|a| a.port()),
+        tls: tls_addr.map(|a| a.port()),
+        native: native_addr.map(|a| a.port()),
+    };
+    let server = Arc::new(
+        Server::new(config, resp_addr.map_or(0, |a| a.port()), plan.len(), shutdown)
+            .with_tls(tls_context)
+            .listening_on(addresses),
+    );
     if let Some(tls_addr) = tls_addr {
         server.runtime.set_all(&[("tls-port", tls_addr.port().to_string())]);
     }

@@ -43,8 +43,8 @@ pub struct Server {
     pub started_ms: u64,
     /// 40 hex characters, new at every start (INFO run_id).
     pub run_id: String,
-    /// The actual TCP port (differs from the configured one when that is 0).
-    pub port: u16,
+    /// Where the listeners are, and moving them (CONFIG SET port/tls-port/bind).
+    pub rebind: crate::rebind::Rebind,
     /// Counters as they were at the last CONFIG RESETSTAT.
     stats_baseline: Mutex<Totals>,
     /// The per-command latency histograms' baseline (LATENCY HISTOGRAM, INFO latencystats).
@@ -121,7 +121,14 @@ impl Server {
             started: Instant::now(),
             started_ms,
             run_id: new_run_id(),
-            port,
+            rebind: crate::rebind::Rebind::new(
+                crate::rebind::Addresses {
+                    bind: config.bind.clone(),
+                    resp: (port != 0).then_some(port),
+                    ..Default::default()
+                },
+                num_workers,
+            ),
             stats_baseline: Mutex::new(Totals::default()),
             command_latency: crate::latency_stats::CommandLatency::default(),
             last_save_secs: std::sync::atomic::AtomicU64::new(started_ms / 1000),
@@ -141,6 +148,17 @@ impl Server {
     pub fn with_tls(mut self, tls: Option<crate::tls::TlsContext>) -> Server {
         self.tls = tls;
         self
+    }
+
+    /// The server listening on `addresses` (bound at start).
+    pub fn listening_on(mut self, addresses: crate::rebind::Addresses) -> Server {
+        self.rebind = crate::rebind::Rebind::new(addresses, self.workers.len());
+        self
+    }
+
+    /// The plaintext RESP port clients reach now (0: off), INFO `tcp_port`.
+    pub fn tcp_port(&self) -> u16 {
+        self.rebind.addresses().resp.unwrap_or(0)
     }
 
     /// Statistics since start or the last CONFIG RESETSTAT.
@@ -168,13 +186,16 @@ impl Server {
     /// and what some of them change beyond the value: `latency-tracking`
     /// freezes or resumes the command latency histograms; `appendonly`,
     /// `appendfsync` and `durability` change the durability tier first (if
-    /// that fails, nothing is applied).
+    /// that fails, nothing is applied); `port`, `tls-port` and `bind` move
+    /// the listeners (bound first, put in use last).
     pub fn set_config(&self, updates: &[(&'static str, String)]) -> Result<(), crate::config_params::SetError> {
         use crate::config_params::{durability_change, durability_values, SetError, DURABILITY_PARAMS};
         let p = &self.persistence;
         let mut updates = updates.to_vec();
+        let _moving = updates.iter().any(|(n, _)| crate::rebind::PARAMS.contains(n)).then(|| self.rebind.lock());
         // Built before anything changes; put in use after the tier switch.
         let tls = self.prepare_tls(&updates)?;
+        let listeners = self.rebind.prepare(&updates, self.tls.is_some())?;
         if let Some((logging, fsync)) = durability_change(&updates, p.tier(), p.fsync_tier()) {
             let name = updates.iter().find(|(n, _)| DURABILITY_PARAMS.contains(n)).map_or("appendonly", |(n, _)| *n);
             crate::persistence::tier_switch::apply(self, logging, fsync)
@@ -186,6 +207,9 @@ impl Server {
         if let (Some(context), Some(prepared)) = (&self.tls, tls) {
             context.install(prepared);
             tracing::info!("TLS configuration reloaded by CONFIG SET");
+        }
+        if let Some(listeners) = listeners {
+            self.rebind.install(listeners);
         }
         let tracking_was = self.runtime.get("latency-tracking");
         self.runtime.set_all(&updates);

@@ -95,6 +95,22 @@ impl Registered {
         })
     }
 
+    /// Swaps in the sockets of a CONFIG SET that moved the listeners; a
+    /// socket the event loop cannot register leaves that door as it was.
+    fn take(&mut self, index: usize, handover: crate::rebind::Handover) {
+        let doors =
+            [(&mut self.resp, handover.resp), (&mut self.tls, handover.tls), (&mut self.native, handover.native)];
+        for (door, new) in doors {
+            let Some(new) = new else { continue };
+            match new.map(TcpListener::from_std).transpose() {
+                Ok(registered) => *door = registered,
+                Err(e) => {
+                    tracing::error!(worker = index, error = %e, "cannot register a moved listener; keeping the old one")
+                }
+            }
+        }
+    }
+
     /// A socket the event loop watches (the busy poller finds its epoll
     /// instance through it).
     fn any_fd(&self) -> Option<std::os::fd::RawFd> {
@@ -103,7 +119,7 @@ impl Registered {
 }
 
 async fn run(server: Arc<Server>, index: usize, listeners: Listeners, poller: BusyPoll) {
-    let listeners = match Registered::new(listeners) {
+    let mut listeners = match Registered::new(listeners) {
         Ok(registered) => registered,
         Err(e) => {
             tracing::error!(worker = index, error = %e, "cannot register the listener");
@@ -120,6 +136,7 @@ async fn run(server: Arc<Server>, index: usize, listeners: Listeners, poller: Bu
     loop {
         tokio::select! {
             _ = server.shutdown.wait() => break,
+            handover = server.rebind.handover(index) => listeners.take(index, handover),
             Some(moving) = arrive(arrivals.as_mut()) => {
                 tokio::task::spawn_local(crate::connection::resume(server.clone(), moving, index, stats.clone()));
             }

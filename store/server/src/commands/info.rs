@@ -102,7 +102,7 @@ fn server_section(server: &Server, now_ms: u64, out: &mut String) -> &'static st
     field!(out, "process_id", std::process::id());
     field!(out, "process_supervised", "no");
     field!(out, "run_id", server.run_id);
-    field!(out, "tcp_port", server.port);
+    field!(out, "tcp_port", server.tcp_port());
     field!(out, "server_time_usec", now_ms * 1000);
     field!(out, "uptime_in_seconds", uptime);
     field!(out, "uptime_in_days", uptime / 86400);

@@ -26,6 +26,7 @@ mod hashes_sets;
 mod hyperloglog;
 mod latency;
 mod lazyfree;
+mod listeners;
 mod lists;
 mod monitor;
 mod notifications;

@@ -2,7 +2,7 @@
 //! a blocking rustls client, and `redis-cli --tls` for interoperability.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -418,4 +418,27 @@ fn the_watcher_loads_renewed_files_and_keeps_out_a_half_written_pair() {
     let ok = metric(&server, r#"cairn_tls_handshakes_total{result="ok"}"#).expect("handshakes counted");
     let failed = metric(&server, r#"cairn_tls_handshakes_total{result="failed"}"#).expect("failures counted");
     assert!(ok >= 3.0 && failed >= 1.0, "handshakes ok {ok}, failed {failed}");
+}
+
+#[test]
+fn config_set_moves_the_tls_port_and_may_close_the_plaintext_one() {
+    let pki = Pki::new("moving");
+    let server = TestServer::start_with(|c| c.tls = Some(pki.settings(TlsAuthClients::No)));
+    let mut plain = server.client();
+    let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+    assert_eq!(plain.cmd(&["CONFIG", "SET", "tls-port", &port.to_string()]), crate::common::simple("OK"));
+    let moved = SocketAddr::from(([127, 0, 0, 1], port));
+    let mut secure = TlsClient::connect(moved, &pki, false);
+    assert_eq!(secure.cmd(&["PING"]).expect("PING on the new TLS port"), simple("PONG"));
+    // With TLS open, the plaintext port may close (Redis's `port 0`).
+    assert_eq!(secure.cmd(&["CONFIG", "SET", "port", "0"]).expect("CONFIG SET"), simple("OK"));
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while TcpStream::connect(server.addr()).is_ok() {
+        assert!(std::time::Instant::now() < deadline, "the plaintext port still accepts connections");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Now TLS is the only way in: closing it too is refused.
+    let refused = error_text(secure.cmd(&["CONFIG", "SET", "tls-port", "0"]));
+    assert!(refused.contains("cannot both be 0"), "{refused}");
+    assert_eq!(secure.cmd(&["PING"]).expect("PING"), simple("PONG"));
 }
