@@ -40,6 +40,9 @@ use crate::thread_affinity::CpuMask;
 /// Default segment size.
 pub const DEFAULT_SEGMENT_SIZE: u64 = 64 << 20;
 
+/// Starting capacity of the append buffer and of its spare.
+const INITIAL_BUFFER_BYTES: usize = 1 << 16;
+
 /// Why an append was refused.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum WalError {
@@ -183,9 +186,11 @@ struct Shared {
     /// The emptied buffer of the previous round, swapped in for the next one,
     /// so appenders never grow a fresh vector after each round (double buffering).
     spare_buffer: Mutex<Vec<u8>>,
-    /// Capacity of the buffer a round has taken and is writing (see
-    /// [`Wal::buffer_bytes`]).
-    in_flight: AtomicUsize,
+    /// Capacity of every vector the log keeps bytes in: the buffer, the
+    /// spare, the carry and the buffer a round is writing (see
+    /// [`Wal::buffer_bytes`]). Exact at every moment: it changes only where
+    /// one of them grows or is dropped, never when they trade places.
+    buffer_capacity: AtomicUsize,
     stats: WalStats,
     on_durable: DurableCallback,
     syncers: usize,
@@ -274,7 +279,7 @@ impl Wal {
             tier: TierCell::new(options.tier),
             held: AtomicBool::new(false),
             buffer: Mutex::new(Buffer {
-                bytes: Vec::with_capacity(1 << 16),
+                bytes: Vec::with_capacity(INITIAL_BUFFER_BYTES),
                 first_append: None,
                 next_lsn,
                 idle_syncers: 0,
@@ -289,8 +294,8 @@ impl Wal {
             stop: AtomicBool::new(false),
             files: Mutex::new(files),
             carry: Mutex::new(Vec::new()),
-            spare_buffer: Mutex::new(Vec::with_capacity(1 << 16)),
-            in_flight: AtomicUsize::new(0),
+            spare_buffer: Mutex::new(Vec::with_capacity(INITIAL_BUFFER_BYTES)),
+            buffer_capacity: AtomicUsize::new(2 * INITIAL_BUFFER_BYTES),
             stats: WalStats::default(),
             on_durable,
             syncers: options.syncers.max(1),
@@ -395,12 +400,12 @@ impl Wal {
     /// buffer is kept for the next round). `maxmemory` leaves them out, as
     /// Redis leaves out its AOF buffer, so a burst of writes that grew them
     /// does not evict keys.
+    /// Read without a lock, and never caught mid-swap: the eviction loop
+    /// compares `used - buffer_bytes` with `maxmemory` before and after each
+    /// eviction, and a sum of separately locked parts would jump by a whole
+    /// buffer while a round trades them.
     pub fn buffer_bytes(&self) -> usize {
-        let s = &self.shared;
-        let buffer = s.buffer.lock().bytes.capacity();
-        let spare = s.spare_buffer.lock().capacity();
-        let carry = s.carry.try_lock().map_or(0, |c| c.capacity());
-        buffer + spare + carry + s.in_flight.load(Ordering::Relaxed)
+        self.shared.buffer_capacity.load(Ordering::Relaxed)
     }
 
     /// Refuses writes while the log is unhealthy.
@@ -434,7 +439,9 @@ impl Wal {
             self.shared.buffered_since_ms.store(crate::clock::now_ms().max(1), Ordering::Relaxed);
         }
         let wake = was_empty && buffer.idle_syncers > 0 && self.shared.appends_wake_syncer();
+        let capacity = buffer.bytes.capacity();
         record::encode(&mut buffer.bytes, Header { lsn, time_ms, durable_hint, kind }, count, body);
+        self.shared.count_growth(capacity, buffer.bytes.capacity());
         drop(buffer);
         if wake {
             self.shared.data_ready.notify_one();
@@ -850,8 +857,6 @@ impl Shared {
         let (last, bytes) = {
             let mut buffer = self.buffer.lock();
             let last = buffer.next_lsn - 1;
-            // Counted before it leaves the buffer (a gauge may count it twice, never zero times).
-            self.in_flight.store(buffer.bytes.capacity(), Ordering::Relaxed);
             if let Some(first) = buffer.first_append.take() {
                 self.unsynced.lock().push_back((last, first));
             }
@@ -861,7 +866,7 @@ impl Shared {
         // Bytes left over by a failed round go first; usually there are none
         // and the taken buffer is written as it is.
         if !carry.is_empty() {
-            carry.extend_from_slice(&bytes);
+            self.carry_extend(&mut carry, &bytes);
         }
         // `none` (logging stopped at runtime) syncs what is left, as `async`.
         let sync = sync || matches!(self.tier.get(), Tier::Sync | Tier::Async | Tier::None);
@@ -880,18 +885,18 @@ impl Shared {
                 }
                 Err((done, WriteError::NoSpace(e))) => {
                     if carry.is_empty() {
-                        carry.extend_from_slice(&bytes[done..]);
+                        self.carry_extend(&mut carry, &bytes[done..]);
                     } else {
                         carry.drain(..done);
                     }
                     self.set_health(HEALTH_DISK_FULL, format!("no space left for a new WAL segment: {e}"));
                     self.spare_wanted.notify_one();
-                    self.in_flight.store(0, Ordering::Relaxed);
+                    self.reuse_buffer(bytes);
                     return None;
                 }
                 Err((_, WriteError::Failed(message))) => {
                     self.fail(message);
-                    self.in_flight.store(0, Ordering::Relaxed);
+                    self.reuse_buffer(bytes);
                     return None;
                 }
             }
@@ -972,10 +977,26 @@ impl Shared {
     /// (unless a burst made it huge).
     fn reuse_buffer(&self, mut bytes: Vec<u8>) {
         bytes.clear();
-        if bytes.capacity() <= 16 << 20 {
-            *self.spare_buffer.lock() = bytes;
+        let dropped =
+            if bytes.capacity() <= 16 << 20 { std::mem::replace(&mut *self.spare_buffer.lock(), bytes) } else { bytes };
+        self.count_growth(dropped.capacity(), 0);
+    }
+
+    /// Appends to the carry, counting what it grew by.
+    fn carry_extend(&self, carry: &mut Vec<u8>, bytes: &[u8]) {
+        let capacity = carry.capacity();
+        carry.extend_from_slice(bytes);
+        self.count_growth(capacity, carry.capacity());
+    }
+
+    /// Records that one of the log's vectors went from `before` to `after`
+    /// bytes of capacity (0: dropped).
+    fn count_growth(&self, before: usize, after: usize) {
+        if after > before {
+            self.buffer_capacity.fetch_add(after - before, Ordering::Relaxed);
+        } else if before > after {
+            self.buffer_capacity.fetch_sub(before - after, Ordering::Relaxed);
         }
-        self.in_flight.store(0, Ordering::Relaxed);
     }
 
     fn fail(&self, message: String) {
@@ -1049,4 +1070,46 @@ fn count_records(bytes: &[u8]) -> u64 {
         }
     }
     n
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::durability::sim::SimStorage;
+
+    fn manual_log() -> Wal {
+        let storage: Arc<dyn Storage> = Arc::new(SimStorage::new());
+        storage.create_dir_all(Path::new("/data")).expect("mkdir");
+        let options = WalOptions { segment_size: 4 << 20, background: false, ..WalOptions::new(Tier::Async) };
+        let tail = LogTail { next_lsn: 1, ..LogTail::default() };
+        Wal::open(storage, Path::new("/data"), options, tail, Box::new(|_| {})).expect("open")
+    }
+
+    /// The capacities summed under their locks (only when no round runs).
+    fn summed(wal: &Wal) -> usize {
+        let s = &wal.shared;
+        s.buffer.lock().bytes.capacity() + s.spare_buffer.lock().capacity() + s.carry.lock().capacity()
+    }
+
+    #[test]
+    fn buffer_bytes_follows_every_growth_and_swap() {
+        let wal = manual_log();
+        assert_eq!(wal.buffer_bytes(), summed(&wal));
+        let value = vec![b'v'; 300];
+        for round in 0..6 {
+            // Each round appends more than the last, so the buffers grow.
+            for i in 0..(500 << round) {
+                let key = format!("k{round}:{i}");
+                wal.append_command(0, 0, &[b"SET", key.as_bytes(), &value]).expect("append");
+            }
+            assert_eq!(wal.buffer_bytes(), summed(&wal), "after the appends of round {round}");
+            wal.sync_round(true);
+            assert_eq!(wal.buffer_bytes(), summed(&wal), "after round {round}");
+        }
+        assert!(wal.buffer_bytes() > 2 * INITIAL_BUFFER_BYTES, "the buffers grew");
+        wal.close();
+    }
 }

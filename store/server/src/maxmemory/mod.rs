@@ -63,20 +63,23 @@ pub fn make_room(server: &Server, now_ms: u64) -> bool {
         return false;
     }
     let policy = server.runtime.policy();
-    if policy.rank().is_some() {
-        let started = quanta::Instant::now();
-        evict(server, policy, max, now_ms);
-        // The latency monitor's `eviction-cycle` event, as Redis's performEvictions.
-        server.runtime.latency.observe("eviction-cycle", started.elapsed().as_micros() as u64);
+    if policy.rank().is_none() {
+        return counted_memory(server) > max;
     }
-    counted_memory(server) > max
+    let started = quanta::Instant::now();
+    // The loop's own last reading decides: memory other threads allocate
+    // or free in between must not refuse a command the loop made room for.
+    let still_over = evict(server, policy, max, now_ms);
+    // The latency monitor's `eviction-cycle` event, as Redis's performEvictions.
+    server.runtime.latency.observe("eviction-cycle", started.elapsed().as_micros() as u64);
+    still_over
 }
 
 /// Evicts the best-ranked key, one at a time, until used memory is at most
-/// `max` or nothing evictable is left. Each eviction raises `evicted`,
-/// dirties WATCHes and is logged as a DEL.
-fn evict(server: &Server, policy: Policy, max: u64, now_ms: u64) {
-    let Some(rank) = policy.rank() else { return };
+/// `max` (returns false) or nothing evictable is left (true). Each eviction
+/// raises `evicted`, dirties WATCHes and is logged as a DEL.
+fn evict(server: &Server, policy: Policy, max: u64, now_ms: u64) -> bool {
+    let Some(rank) = policy.rank() else { return counted_memory(server) > max };
     let how = Sampling {
         policy,
         rank,
@@ -94,18 +97,22 @@ fn evict(server: &Server, policy: Policy, max: u64, now_ms: u64) {
     let mut rng = rand::thread_rng();
     // Misses in a row: candidates gone by the time they are taken.
     let mut misses = 0;
-    while counted_memory(server) > max && misses < 64 {
+    while counted_memory(server) > max {
+        if misses >= 64 {
+            return true;
+        }
         // Fresh samples before every eviction, as Redis does.
         if pool::populate(&server.keyspace, &how, pool, &mut rng) == 0 && pool.is_empty() {
-            return; // nothing evictable at all
+            return true; // nothing evictable at all
         }
-        let Some(victim) = pool.pop_best() else { return };
+        let Some(victim) = pool.pop_best() else { return true };
         if remove_victim(server, &victim, policy, now_ms) {
             misses = 0;
         } else {
             misses += 1;
         }
     }
+    false
 }
 
 /// Deletes the candidate if it is still there and still evictable.
