@@ -28,7 +28,8 @@ pub async fn get(State(state): State<AdminState>) -> Json<Value> {
         "snapshot_last_duration_seconds": d.snapshot_last_duration_seconds,
         "snapshot_last_success_unix": d.snapshot_last_success_unix,
         "recovery_records_replayed": d.recovery_records_replayed,
-        "write_error": state.server.health.write_error(),
+        // Why writes are refused, if they are: the log's own failure or full disk.
+        "write_error": state.server.health.write_error().or_else(|| state.server.persistence.wal().and_then(|w| w.health_message())),
     }))
 }
 

@@ -30,6 +30,17 @@ fn server_families(s: &Scrape, f: &mut Families<'_>) -> fmt::Result {
     f.gauge("cairn_workers", "Worker threads (one event loop each).", None, s.workers)?;
     f.gauge("cairn_ready", "1 when /readyz is 200 (recovered, accepting writes, not stopping).", None, s.ready as u64)?;
     f.gauge("cairn_recovering", "1 while recovery replays the write-ahead log.", None, s.recovering as u64)?;
+    let refused = vec![
+        (vec![("reason", "disk_full".to_string())], s.writes_refused_disk_full as u64),
+        (vec![("reason", "log_failed".to_string())], s.writes_refused_log_failed as u64),
+    ];
+    f.gauges(
+        "cairn_writes_refused",
+        "1 while writes are refused: disk_full (no space for a log segment; clears when space returns) \
+         or log_failed (a log write or fsync failed; until a restart).",
+        None,
+        &refused,
+    )?;
     f.gauge("cairn_memory_used", "Resident set size of the process.", Some(Unit::Bytes), s.memory_used_bytes)?;
     f.gauge("cairn_memory_max", "The maxmemory setting (0: no limit).", Some(Unit::Bytes), s.memory_max_bytes)?;
     let t = &s.totals;

@@ -2,6 +2,7 @@
 //! counters and shared state at scrape time (nothing is counted for metrics
 //! on the command path beyond what the workers already count).
 
+use cairn_engine::durability::WalError;
 use std::sync::atomic::Ordering;
 
 use super::durability::{DurabilitySnapshot, HistogramSnapshot};
@@ -41,6 +42,10 @@ pub struct Scrape {
     pub memory_max_bytes: u64,
     pub ready: bool,
     pub recovering: bool,
+    /// Writes refused for lack of space for a log segment (clears by itself).
+    pub writes_refused_disk_full: bool,
+    /// Writes refused after a failed log write or fsync (until a restart).
+    pub writes_refused_log_failed: bool,
     pub durability: DurabilitySnapshot,
     /// Handshakes, reloads and the certificate in use, when TLS is on.
     pub tls: Option<crate::tls::TlsReading>,
@@ -53,6 +58,7 @@ impl Scrape {
         fold_subcommands(&mut totals.per_command, &mut latency);
         let commands = command_readings(&totals, &latency);
         let durability = durability_with_acks(server, &commands);
+        let refusal = server.persistence.wal().map(|wal| wal.check_writable());
         let dbs = (0..server.keyspace.num_dbs())
             .map(|db| {
                 let (keys, expiring) = server.keyspace.db_size(db);
@@ -75,6 +81,9 @@ impl Scrape {
             memory_max_bytes: server.runtime.get("maxmemory").and_then(|v| v.parse().ok()).unwrap_or(0),
             ready: crate::admin::readiness(server).is_ok(),
             recovering: server.health.is_recovering(),
+            writes_refused_disk_full: matches!(refusal, Some(Err(WalError::DiskFull(_)))),
+            writes_refused_log_failed: matches!(refusal, Some(Err(WalError::Failed(_))))
+                || server.health.write_error().is_some(),
             durability,
             tls: server.tls.as_ref().map(|tls| tls.reading()),
         }

@@ -249,6 +249,17 @@ fn a_failed_fsync_is_never_acknowledged_and_stops_writes() {
     assert_eq!(node.run(&[b"GET", b"a"]), b"$1\r\n1\r\n", "reads keep working");
     let info = node.run(&[b"INFO", b"persistence"]);
     assert!(String::from_utf8_lossy(&info).contains("aof_last_write_status:err"));
+    assert_eq!(refused(&node), (0, 1), "cairn_writes_refused{{reason=disk_full|log_failed}}");
+}
+
+/// `cairn_writes_refused` for `disk_full` and `log_failed`, from /metrics' text.
+fn refused(node: &Node) -> (u64, u64) {
+    let text = cairn_server::metrics::render(&node.server, cairn_server::metrics::Format::Text).expect("render");
+    let value = |reason: &str| {
+        let series = format!("cairn_writes_refused{{reason=\"{reason}\"}} ");
+        text.lines().find_map(|l| l.strip_prefix(&series)?.parse().ok()).expect("a cairn_writes_refused sample")
+    };
+    (value("disk_full"), value("log_failed"))
 }
 
 #[test]
@@ -271,7 +282,9 @@ fn a_full_disk_refuses_writes_until_space_returns() {
     let reply = config_node.run(&[b"SET", b"x", b"y"]);
     assert!(reply.starts_with(b"-MISCONF Disk full"), "{}", String::from_utf8_lossy(&reply));
     assert_eq!(config_node.run(&[b"EXISTS", b"k0"]), b":1\r\n", "reads keep working");
+    assert_eq!(refused(&config_node), (1, 0), "cairn_writes_refused{{reason=disk_full|log_failed}}");
     disk.set_disk_full(false);
     config_node.sync_round(true);
     assert_eq!(config_node.run(&[b"SET", b"x", b"y"]), b"+OK\r\n", "writes resume once space returns");
+    assert_eq!(refused(&config_node), (0, 0));
 }
