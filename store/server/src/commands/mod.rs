@@ -361,12 +361,21 @@ pub fn subcommand(command: &str, args: &[&[u8]], arities: &[(&'static str, i32)]
     let Some((name, arity)) = arities.iter().find(|(name, _)| is(sub, name)) else {
         return Err(CmdError::unknown_subcommand(command, sub));
     };
-    let arity_ok =
-        if *arity >= 0 { args.len() == *arity as usize } else { args.len() >= arity.unsigned_abs() as usize };
-    if !arity_ok {
+    if !arity_fits(i64::from(*arity), args.len()) {
         return Err(CmdError::subcommand_arity(command, sub));
     }
     Ok(name)
+}
+
+/// Whether `argc` arguments (the name included) fit Redis's `arity`
+/// (negative: at least that many).
+pub fn arity_fits(arity: i64, argc: usize) -> bool {
+    let argc = argc as i64;
+    if arity >= 0 {
+        argc == arity
+    } else {
+        argc >= -arity
+    }
 }
 
 /// ASCII case-insensitive comparison of an argument with a keyword.
