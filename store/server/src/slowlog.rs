@@ -66,6 +66,14 @@ pub struct Logged<'a> {
     pub client_name: Vec<u8>,
 }
 
+impl<'a> Logged<'a> {
+    /// `args`, run by the client behind `handle` in `duration_us`.
+    pub fn by(handle: &crate::client::ClientHandle, args: &'a [&'a [u8]], duration_us: u64) -> Logged<'a> {
+        let client_name = handle.name.lock().clone().unwrap_or_default();
+        Logged { args, duration_us, peer: handle.addr.to_string(), client_name }
+    }
+}
+
 impl SlowLog {
     /// Applies CONFIG SET `slowlog-log-slower-than`.
     pub fn set_threshold_us(&self, us: i64) {

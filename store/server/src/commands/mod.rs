@@ -176,7 +176,12 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
     let result = crate::persistence::logging::run(ctx, spec, args);
     let duration_us = ctx.clock.finish(started);
     counters.record_usec(duration_us);
-    if ctx.server.runtime.slowlog.wants(index, duration_us) && ctx.client.origin != crate::client::Origin::Internal {
+    if let crate::blocking::BlockState::Blocked(waiter) = &ctx.client.block {
+        // Logged when it is served, this time included (Redis's updateStatsOnUnblock).
+        waiter.note_call_us(duration_us);
+    } else if ctx.server.runtime.slowlog.wants(index, duration_us)
+        && ctx.client.origin != crate::client::Origin::Internal
+    {
         log_slow(ctx, args, duration_us);
     }
     if ctx.server.runtime.latency.wants(duration_us) {
@@ -217,10 +222,7 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
 /// Records a command in SLOWLOG.
 #[cold]
 fn log_slow(ctx: &Ctx<'_>, args: &[&[u8]], duration_us: u64) {
-    let handle = &ctx.client.handle;
-    let client_name = handle.name.lock().clone().unwrap_or_default();
-    let peer = handle.addr.to_string();
-    ctx.server.runtime.slowlog.record(crate::slowlog::Logged { args, duration_us, peer, client_name });
+    ctx.server.runtime.slowlog.record(crate::slowlog::Logged::by(&ctx.client.handle, args, duration_us));
 }
 
 /// Adds a latency monitor sample for a command that took at least the
