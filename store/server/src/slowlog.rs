@@ -7,7 +7,8 @@
 //! keeps at most [`MAX_ARGS`] arguments of at most [`MAX_ARG_BYTES`] bytes
 //! (the rest summarized), credentials are `(redacted)`, and commands that
 //! Redis's table marks `skip_slowlog` (EXEC: its commands are logged one by
-//! one) are never logged.
+//! one) are never logged. A command that blocks is logged when it is served
+//! or unblocked (`blocking::Waiter`), not when it blocks.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
