@@ -29,7 +29,7 @@
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -40,6 +40,7 @@ use tokio::sync::Notify;
 use crate::client::{Client, ClientHandle};
 use crate::commands::{table, CmdError, Ctx};
 use crate::server::Server;
+use crate::slowlog::{Logged, SlowLog};
 use crate::stats::WorkerStats;
 
 /// A blocking command's timeout argument (seconds, fractional) as an
@@ -103,6 +104,9 @@ pub struct Waiter {
     keys: Vec<Vec<u8>>,
     /// Unix milliseconds; 0: forever.
     deadline_ms: u64,
+    /// µs the command took when it blocked (Redis's `c->duration`): part of
+    /// the time SLOWLOG shows once it is served.
+    call_us: AtomicU64,
     state: Mutex<Outcome>,
     notify: Notify,
 }
@@ -114,6 +118,24 @@ impl Waiter {
         let mut buf = Vec::with_capacity(4);
         ReplyWriter::new(&mut buf, self.protocol).null_array();
         buf
+    }
+
+    /// Notes how long the command took when it blocked (the dispatcher,
+    /// which leaves logging it in SLOWLOG to [`Waiter::log_slow`]).
+    pub fn note_call_us(&self, us: u64) {
+        self.call_us.store(us, Ordering::Relaxed);
+    }
+
+    /// Logs the command in SLOWLOG, if slow enough, once it is served or
+    /// unblocked by CLIENT UNBLOCK, as Redis's `updateStatsOnUnblock`: the
+    /// time it took when it blocked plus `extra_us` (a timeout is not logged).
+    fn log_slow(&self, slowlog: &SlowLog, extra_us: u64) {
+        let Some(index) = self.args.first().and_then(|name| table::lookup(name)) else { return };
+        let duration_us = self.call_us.load(Ordering::Relaxed).saturating_add(extra_us);
+        if slowlog.wants(index, duration_us) {
+            let args: Vec<&[u8]> = self.args.iter().map(Vec::as_slice).collect();
+            slowlog.record(Logged::by(&self.client, &args, duration_us));
+        }
     }
 
     /// The reply once this waiter is served, unblocked or timed out.
@@ -205,6 +227,7 @@ impl Blocking {
             args: args.iter().map(|a| a.to_vec()).collect(),
             keys: unique,
             deadline_ms,
+            call_us: AtomicU64::new(0),
             state: Mutex::new(Outcome::Waiting),
             notify: Notify::new(),
         });
@@ -282,10 +305,13 @@ impl Blocking {
         if !matches!(*state, Outcome::Waiting) {
             return false;
         }
+        let started = quanta::Instant::now();
         let Some((reply, lsn)) = rerun(server, stats, waiter) else { return false };
+        let rerun_us = started.elapsed().as_micros() as u64;
         *state = Outcome::Done(reply, lsn);
         drop(state);
         self.unregister(waiter);
+        waiter.log_slow(&server.runtime.slowlog, rerun_us);
         waiter.notify.notify_one();
         true
     }
@@ -310,12 +336,17 @@ impl Blocking {
     }
 
     /// CLIENT UNBLOCK: ends client `id`'s wait with a timeout reply or an
-    /// UNBLOCKED error; false if it is not blocked.
-    pub fn unblock(&self, id: u64, error: bool) -> bool {
+    /// UNBLOCKED error, and logs its command in `slowlog` if it was slow;
+    /// false if it is not blocked.
+    pub fn unblock(&self, id: u64, error: bool, slowlog: &SlowLog) -> bool {
         let Some(waiter) = self.registry.lock().by_client.get(&id).cloned() else { return false };
         let reply =
             if error { b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n".to_vec() } else { waiter.null_array() };
-        self.finish(&waiter, reply)
+        let ended = self.finish(&waiter, reply);
+        if ended {
+            waiter.log_slow(slowlog, 0);
+        }
+        ended
     }
 
     fn unregister(&self, waiter: &Arc<Waiter>) {

@@ -7,7 +7,8 @@
 //! keeps at most [`MAX_ARGS`] arguments of at most [`MAX_ARG_BYTES`] bytes
 //! (the rest summarized), credentials are `(redacted)`, and commands that
 //! Redis's table marks `skip_slowlog` (EXEC: its commands are logged one by
-//! one) are never logged.
+//! one) are never logged. A command that blocks is logged when it is served
+//! or unblocked (`blocking::Waiter`), not when it blocks.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
@@ -64,6 +65,14 @@ pub struct Logged<'a> {
     pub duration_us: u64,
     pub peer: String,
     pub client_name: Vec<u8>,
+}
+
+impl<'a> Logged<'a> {
+    /// `args`, run by the client behind `handle` in `duration_us`.
+    pub fn by(handle: &crate::client::ClientHandle, args: &'a [&'a [u8]], duration_us: u64) -> Logged<'a> {
+        let client_name = handle.name.lock().clone().unwrap_or_default();
+        Logged { args, duration_us, peer: handle.addr.to_string(), client_name }
+    }
 }
 
 impl SlowLog {

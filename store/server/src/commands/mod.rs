@@ -176,7 +176,12 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
     let result = crate::persistence::logging::run(ctx, spec, args);
     let duration_us = ctx.clock.finish(started);
     counters.record_usec(duration_us);
-    if ctx.server.runtime.slowlog.wants(index, duration_us) && ctx.client.origin != crate::client::Origin::Internal {
+    if let crate::blocking::BlockState::Blocked(waiter) = &ctx.client.block {
+        // Logged when it is served, this time included (Redis's updateStatsOnUnblock).
+        waiter.note_call_us(duration_us);
+    } else if ctx.server.runtime.slowlog.wants(index, duration_us)
+        && ctx.client.origin != crate::client::Origin::Internal
+    {
         log_slow(ctx, args, duration_us);
     }
     if ctx.server.runtime.latency.wants(duration_us) {
@@ -217,10 +222,7 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
 /// Records a command in SLOWLOG.
 #[cold]
 fn log_slow(ctx: &Ctx<'_>, args: &[&[u8]], duration_us: u64) {
-    let handle = &ctx.client.handle;
-    let client_name = handle.name.lock().clone().unwrap_or_default();
-    let peer = handle.addr.to_string();
-    ctx.server.runtime.slowlog.record(crate::slowlog::Logged { args, duration_us, peer, client_name });
+    ctx.server.runtime.slowlog.record(crate::slowlog::Logged::by(&ctx.client.handle, args, duration_us));
 }
 
 /// Adds a latency monitor sample for a command that took at least the
@@ -361,12 +363,21 @@ pub fn subcommand(command: &str, args: &[&[u8]], arities: &[(&'static str, i32)]
     let Some((name, arity)) = arities.iter().find(|(name, _)| is(sub, name)) else {
         return Err(CmdError::unknown_subcommand(command, sub));
     };
-    let arity_ok =
-        if *arity >= 0 { args.len() == *arity as usize } else { args.len() >= arity.unsigned_abs() as usize };
-    if !arity_ok {
+    if !arity_fits(i64::from(*arity), args.len()) {
         return Err(CmdError::subcommand_arity(command, sub));
     }
     Ok(name)
+}
+
+/// Whether `argc` arguments (the name included) fit Redis's `arity`
+/// (negative: at least that many).
+pub fn arity_fits(arity: i64, argc: usize) -> bool {
+    let argc = argc as i64;
+    if arity >= 0 {
+        argc == arity
+    } else {
+        argc >= -arity
+    }
 }
 
 /// ASCII case-insensitive comparison of an argument with a keyword.

@@ -210,8 +210,18 @@ pub fn time(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
 }
 
 /// CLUSTER: Cairn runs as a standalone server, and answers as Redis does
-/// with `cluster-enabled no` (cluster clients probe with CLUSTER INFO).
-pub fn cluster(_ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
+/// with `cluster-enabled no` (cluster clients probe with CLUSTER INFO): each
+/// of Redis's subcommands is refused, after Redis's own checks of its name
+/// and its arity.
+pub fn cluster(_ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let sub = args[1];
+    let full = format!("cluster|{}", text(sub));
+    let Some(arity) = super::meta::arity(&full) else {
+        return Err(CmdError::unknown_subcommand("cluster", sub));
+    };
+    if !super::arity_fits(arity, args.len()) {
+        return Err(CmdError::subcommand_arity("cluster", sub));
+    }
     Err(CmdError::Static("ERR This instance has cluster support disabled"))
 }
 

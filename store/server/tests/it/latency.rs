@@ -232,3 +232,26 @@ fn command_list_names_subcommands_and_filters_by_category() {
         items(c.cmd(&["COMMAND", "LIST", "FILTERBY", "PATTERN", "config|*re*"])).iter().map(text).collect();
     assert!(config.iter().any(|n| n == "config|resetstat"));
 }
+
+#[test]
+fn command_list_names_every_subcommand_the_server_answers() {
+    let server = TestServer::start();
+    let mut c = server.client();
+    let help: Vec<String> =
+        items(c.cmd(&["COMMAND", "LIST", "FILTERBY", "PATTERN", "cl*help"])).iter().map(text).collect();
+    assert_eq!(help.len(), 2, "{help:?}");
+    assert!(help.contains(&"client|help".to_string()) && help.contains(&"cluster|help".to_string()), "{help:?}");
+    let names: Vec<String> = items(c.cmd(&["COMMAND", "LIST"])).iter().map(text).collect();
+    for name in ["client|tracking", "client|unblock", "function|load", "function|stats", "acl|setuser", "acl|whoami"] {
+        assert!(names.iter().any(|n| n == name), "{name} missing");
+    }
+    assert!(!names.iter().any(|n| n == "script|debug"));
+    let exact: Vec<String> =
+        items(c.cmd(&["COMMAND", "LIST", "FILTERBY", "PATTERN", "set"])).iter().map(text).collect();
+    assert_eq!(exact, vec!["set".to_string()]);
+    assert!(items(c.cmd(&["COMMAND", "LIST", "FILTERBY", "PATTERN", "non_exists*"])).is_empty());
+    // COMMAND INFO shows the subcommands too, as Redis's does.
+    let info = items(c.cmd(&["COMMAND", "INFO", "cluster|keyslot"]));
+    assert_eq!(info.len(), 1);
+    assert_eq!(text(&items(info[0].clone())[0]), "cluster|keyslot");
+}

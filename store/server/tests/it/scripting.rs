@@ -295,6 +295,12 @@ fn cluster_answers_as_a_standalone_redis_and_its_noscript_subcommands_are_refuse
     let server = TestServer::start();
     let mut c = server.client();
     assert_eq!(error_text(&c.cmd(&["CLUSTER", "INFO"])), "ERR This instance has cluster support disabled");
+    assert_eq!(error_text(&c.cmd(&["cluster", "keyslot", "k"])), "ERR This instance has cluster support disabled");
+    assert_eq!(error_text(&c.cmd(&["CLUSTER", "nosuch"])), "ERR unknown subcommand 'nosuch'. Try CLUSTER HELP.");
+    assert_eq!(
+        error_text(&c.cmd(&["CLUSTER", "Info", "x"])),
+        "ERR wrong number of arguments for 'cluster|info' command"
+    );
     let reset = error_text(&c.cmd(&["EVAL", "return redis.call('cluster', 'reset', 'hard')", "0"]));
     assert!(reset.contains("This Redis command is not allowed from script"), "{reset}");
     let config = error_text(&c.cmd(&["EVAL", "return redis.call('config', 'set', 'maxmemory', '0')", "0"]));

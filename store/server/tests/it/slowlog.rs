@@ -88,3 +88,39 @@ fn bad_arguments_get_redis_errors() {
     );
     assert!(matches!(c.cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "-2"]), OwnedFrame::SimpleError { .. }));
 }
+
+#[test]
+fn a_blocked_command_is_logged_when_it_is_served_not_when_it_blocks() {
+    let server = TestServer::start();
+    let mut c = server.client();
+    c.cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+    let mut blocked = server.client();
+    blocked.cmd(&["CLIENT", "SETNAME", "waiter"]);
+    blocked.send_raw(&Client::encode(&[b"BLPOP", b"l", b"0"]));
+    c.wait_blocked(1);
+    let logged = entries(&mut c, "-1");
+    assert!(!logged.iter().any(|e| words(&e[3])[0] == "BLPOP"), "logged while blocked");
+    c.cmd(&["MULTI"]);
+    c.cmd(&["LPUSH", "l", "foo"]);
+    c.cmd(&["SLOWLOG", "RESET"]);
+    c.cmd(&["EXEC"]);
+    assert_eq!(blocked.read(), array(vec![bulk("l"), bulk("foo")]));
+    let logged = entries(&mut c, "-1");
+    assert_eq!(words(&logged[0][3]), ["BLPOP", "l", "0"]);
+    assert_eq!(logged[0][5], bulk("waiter"));
+    assert_eq!(words(&logged[1][3]), ["SLOWLOG", "RESET"]);
+    // CLIENT UNBLOCK logs it too; a timeout does not (Redis's updateStatsOnUnblock).
+    let OwnedFrame::Number { data: id, .. } = blocked.cmd(&["CLIENT", "ID"]) else { panic!("an id") };
+    blocked.send_raw(&Client::encode(&[b"BLPOP", b"none", b"0"]));
+    c.wait_blocked(1);
+    c.cmd(&["SLOWLOG", "RESET"]);
+    assert_eq!(c.cmd(&["CLIENT", "UNBLOCK", &id.to_string()]), int(1));
+    blocked.read();
+    let logged = entries(&mut c, "-1");
+    assert_eq!(words(&logged[0][3]), ["CLIENT", "UNBLOCK", &id.to_string()]);
+    assert_eq!(words(&logged[1][3]), ["BLPOP", "none", "0"]);
+    c.cmd(&["SLOWLOG", "RESET"]);
+    blocked.cmd(&["BLPOP", "none", "0.01"]);
+    let logged = entries(&mut c, "-1");
+    assert!(!logged.iter().any(|e| words(&e[3])[0] == "BLPOP"), "a timeout is logged: {logged:?}");
+}
