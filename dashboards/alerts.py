@@ -99,9 +99,9 @@ ALERTS = [
           "the disk (dmesg, the cloud volume's health), then restart the pod: recovery replays "
           "what is on disk." + see("CairnWALFailed")),
     Alert("CairnDiskFull", "cairn.durability",
-          "cairn_ready == 0 and cairn_recovering == 0 and cairn_fsync_failures_total == 0", "critical", "1m",
+          'cairn_writes_refused{reason="disk_full"} == 1', "critical", "1m",
           WHO + " refuses writes: its data volume is full",
-          WHO + " is not ready although it is neither recovering nor failed: it has no space for "
+          WHO + " has no space for "
           "a new write-ahead log segment and refuses writes with '-MISCONF Disk full' (reads keep "
           "working). Writes resume by themselves once a segment can be created. GET /readyz names "
           "the reason. Free space or grow the volume (raise the KVStore's storage.size; the "

@@ -76,13 +76,12 @@ CASES = [
         "2m", [Fires(A, 1)]),
     Case("CairnWALFailed", "no failure, no alert", {f"cairn_fsync_failures_total{{{A}}}": "0x7"}, "5m", []),
 
-    Case("CairnDiskFull", "not ready, not recovering, no fsync failure: disk full", {
-        f"cairn_ready{{{A}}}": "1 1 0x8", f"cairn_recovering{{{A}}}": "0x10", f"cairn_fsync_failures_total{{{A}}}": "0x10"},
-        "4m", [Fires(A, 0)]),
-    Case("CairnDiskFull", "recovering, failed, ready, or not ready for less than a minute: no", {
-        f"cairn_ready{{{A}}}": "0x10", f"cairn_recovering{{{A}}}": "1x10", f"cairn_fsync_failures_total{{{A}}}": "0x10",
-        f"cairn_ready{{{B}}}": "0x10", f"cairn_recovering{{{B}}}": "0x10", f"cairn_fsync_failures_total{{{B}}}": "1x10",
-        f"cairn_ready{{{C}}}": "1x4 0 1x4", f"cairn_recovering{{{C}}}": "0x10", f"cairn_fsync_failures_total{{{C}}}": "0x10"},
+    Case("CairnDiskFull", "writes refused for a full disk over a minute", {
+        f'cairn_writes_refused{{{A}, reason="disk_full"}}': "0 0 1x8", f'cairn_writes_refused{{{A}, reason="log_failed"}}': "0x10"},
+        "4m", [Fires(A, 1, {"reason": "disk_full"})]),
+    Case("CairnDiskFull", "a failed log, or a full disk for less than a minute: no", {
+        f'cairn_writes_refused{{{A}, reason="disk_full"}}': "0x10", f'cairn_writes_refused{{{A}, reason="log_failed"}}': "1x10",
+        f'cairn_writes_refused{{{B}, reason="disk_full"}}': "0x4 1 0x4"},
         "6m", []),
 
     Case("CairnWALSyncStalled", "records wait and the durable LSN is stuck", {
