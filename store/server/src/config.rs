@@ -171,6 +171,15 @@ pub struct Args {
     /// File holding the admin bearer token (surrounding whitespace is ignored).
     #[arg(long, env = "CAIRN_ADMIN_TOKEN_FILE")]
     pub admin_token_file: Option<PathBuf>,
+    /// A CONFIG parameter set at start, as CONFIG SET would (repeatable):
+    /// `--param maxmemory=1gb --param maxmemory-policy=allkeys-lru`.
+    #[arg(long = "param", value_name = "NAME=VALUE", value_parser = crate::startup_params::parse_flag)]
+    #[serde(skip)]
+    pub param: Vec<(String, String)>,
+    /// The config file's `[params]` table: CONFIG parameters set at start.
+    #[arg(skip)]
+    #[serde(default)]
+    pub params: std::collections::BTreeMap<String, toml::Value>,
 }
 
 /// A listening port flag (`--port`, `--native-port`, `--tls-port`): a port, or `off`.
@@ -282,6 +291,9 @@ pub struct Config {
     /// Bearer token of the admin API's mutating endpoints (`None`: they are
     /// refused).
     pub admin_token: Option<String>,
+    /// CONFIG parameters set at start (`--param`, the file's `[params]`),
+    /// applied by [`crate::startup_params::apply`].
+    pub params: Vec<(String, String)>,
 }
 
 impl Default for Config {
@@ -314,6 +326,7 @@ impl Default for Config {
             admin_port: 8379,
             admin_bind: "127.0.0.1".to_string(),
             admin_token: None,
+            params: Vec::new(),
         }
     }
 }
@@ -401,7 +414,10 @@ impl Config {
             None => admin_token(file.admin_token, file.admin_token_file.as_deref())?,
         };
         let bind = args.bind.or(file.bind).unwrap_or(d.bind);
+        let file_params = crate::startup_params::from_table(&file.params)
+            .map_err(|reason| ConfigError::Invalid { name: "params", reason })?;
         let config = Config {
+            params: crate::startup_params::merge(file_params, args.param),
             durability,
             wal_segment_bytes: mib(args.wal_segment_mb.or(file.wal_segment_mb), d.wal_segment_bytes),
             wal_syncers: args.wal_syncers.or(file.wal_syncers).unwrap_or(d.wal_syncers),

@@ -4,7 +4,8 @@
 //! # Layout
 //!
 //! - [`config`]: flags, `CAIRN_*` environment variables and the TOML file,
-//!   resolved into [`Config`]; [`config_params`]: what CONFIG GET/SET see.
+//!   resolved into [`Config`]; [`config_params`]: what CONFIG GET/SET see;
+//!   [`startup_params`]: CONFIG parameters set at start (`--param`, `[params]`).
 //! - [`cpus`]: CPU lists and the affinity mask (one worker per allowed CPU);
 //!   [`rebalance`]: moving connections between workers as the load needs;
 //!   [`cpu_quota`]: the cgroup's CPU limit (spinning is off under one).
@@ -90,6 +91,7 @@ pub mod scripting;
 pub mod server;
 pub mod shutdown;
 pub mod slowlog;
+pub mod startup_params;
 pub mod stats;
 pub mod tls;
 pub mod tracking;
@@ -126,6 +128,8 @@ pub enum StartError {
     NativeListen { addr: String, source: std::io::Error },
     #[error("cannot listen on {addr} (admin port): {source}")]
     AdminListen { addr: String, source: std::io::Error },
+    #[error("invalid parameter set at start: {0}")]
+    Params(String),
     #[error("cannot start worker thread: {0}")]
     Thread(std::io::Error),
     #[error("recovery failed: {0}")]
@@ -225,6 +229,7 @@ pub fn start(mut config: Config, shutdown: Shutdown) -> Result<RunningServer, St
     if let Some(tls_addr) = tls_addr {
         server.runtime.set_all(&[("tls-port", tls_addr.port().to_string())]);
     }
+    startup_params::apply(&server).map_err(StartError::Params)?;
     let mut threads = Vec::with_capacity(plan.len() + 2);
     let mut resp_listeners = resp_listeners.into_iter();
     let mut tls_listeners = tls_listeners.into_iter();

@@ -79,3 +79,45 @@ fn immutable_hidden_and_aliased_parameters_behave_as_in_redis() {
     );
     assert_eq!(c.cmd(&["CONFIG", "SET", "maxmemory-clients", "5%", "repl-backlog-size", "2mb"]), simple("OK"));
 }
+
+#[test]
+fn parameters_given_at_start_are_set_before_clients_come() {
+    let server = TestServer::start_with(|c| {
+        c.params = vec![
+            ("maxmemory".to_string(), "1gb".to_string()),
+            ("maxmemory-policy".to_string(), "allkeys-lru".to_string()),
+            ("notify-keyspace-events".to_string(), "KEA".to_string()),
+        ]
+    });
+    let mut c = server.client();
+    assert_eq!(c.cmd(&["CONFIG", "GET", "maxmemory"]), array(vec![bulk("maxmemory"), bulk("1073741824")]));
+    assert_eq!(
+        c.cmd(&["CONFIG", "GET", "maxmemory-policy"]),
+        array(vec![bulk("maxmemory-policy"), bulk("allkeys-lru")])
+    );
+    assert_eq!(c.info_field("memory", "maxmemory_policy"), "allkeys-lru");
+    assert_eq!(
+        c.cmd(&["CONFIG", "GET", "notify-keyspace-events"]),
+        array(vec![bulk("notify-keyspace-events"), bulk("AKE")])
+    );
+}
+
+#[test]
+fn a_bad_parameter_at_start_stops_the_start_with_redis_message() {
+    let dir = std::env::temp_dir().join(format!("cairn-it-params-{}", std::process::id()));
+    for (params, expected) in [
+        (vec![("maxmemory", "lots")], "argument must be a memory value"),
+        (vec![("no-such-thing", "1")], "Unknown option or number of arguments for CONFIG SET - 'no-such-thing'"),
+        (vec![("daemonize", "yes")], "can't set immutable config"),
+        (vec![("port", "6400")], "set it with --port"),
+        (vec![("appendfsync", "always")], "set it with --durability"),
+    ] {
+        let mut config = cairn_server::Config::for_tests(&dir);
+        config.params = params.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect();
+        let error = cairn_server::start(config, cairn_server::Shutdown::new()).expect_err("a bad parameter");
+        let text = error.to_string();
+        assert!(text.starts_with("invalid parameter set at start: "), "{text}");
+        assert!(text.contains(expected), "{text} should say {expected}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
