@@ -40,6 +40,8 @@ pub struct LuaEnv {
     callbacks: HashMap<u64, HashMap<String, Function>>,
     /// The function registry generation `libraries` belongs to.
     libraries_generation: u64,
+    /// Whether `libraries` holds a loaded library.
+    holds_libraries: bool,
     /// The script cache generation these functions belong to (SCRIPT FLUSH).
     generation: u64,
     /// What this interpreter added to a server's `used_memory_lua`.
@@ -55,22 +57,40 @@ thread_local! {
 pub fn with_env<R>(generation: u64, f: impl FnOnce(&mut LuaEnv) -> R) -> mlua::Result<R> {
     ENV.with(|cell| {
         let mut slot = cell.borrow_mut();
-        if slot.is_none() {
-            *slot = Some(LuaEnv::new()?);
-        }
-        let Some(env) = slot.as_mut() else {
-            return Err(mlua::Error::runtime("no Lua interpreter"));
-        };
-        if env.generation != generation {
+        if slot.as_ref().is_some_and(|env| env.generation != generation) {
             // SCRIPT FLUSH resets the interpreter, as Redis recreates its
-            // Lua state: scripts, library settings (cjson's) and memory.
-            let reported = env.reported.take();
-            *env = LuaEnv::new()?;
-            env.generation = generation;
-            env.reported = reported;
+            // Lua state: scripts, library settings (cjson's) and memory. The
+            // old one goes first (its report with it), then a new one is built.
+            *slot = None;
         }
+        let env = match slot.as_mut() {
+            Some(env) => env,
+            None => slot.insert(LuaEnv::new(generation)?),
+        };
         Ok(f(env))
     })
+}
+
+/// Drops this thread's interpreter if SCRIPT FLUSH made it stale (its share
+/// of `used_memory_lua` goes with it), or else the libraries it loaded if the
+/// registry changed since (see [`super::stale`]). Does nothing while the
+/// interpreter is in use.
+pub fn release_stale(current: super::stale::Generations) {
+    ENV.with(|cell| {
+        let Ok(mut slot) = cell.try_borrow_mut() else { return };
+        match slot.as_mut() {
+            Some(env) if env.generation != current.scripts => *slot = None,
+            Some(env) if env.holds_libraries && env.libraries_generation != current.libraries => {
+                env.release_libraries(current.libraries);
+            }
+            _ => {}
+        }
+    });
+}
+
+/// Whether this thread has an interpreter (tests).
+pub fn has_env() -> bool {
+    ENV.with(|cell| cell.try_borrow().map(|slot| slot.is_some()).unwrap_or(true))
 }
 
 /// Reports the bytes this thread's interpreter uses into `total` (the
@@ -85,7 +105,7 @@ pub fn report_memory(total: &LuaMemory) {
 }
 
 impl LuaEnv {
-    fn new() -> mlua::Result<Self> {
+    fn new(generation: u64) -> mlua::Result<Self> {
         // SAFETY: the debug library is loaded only so that the prelude can
         // keep `debug.getinfo` as an upvalue of its error handler; the
         // global `debug` is removed before any script runs.
@@ -136,7 +156,8 @@ impl LuaEnv {
             libraries,
             callbacks: HashMap::new(),
             libraries_generation: 0,
-            generation: 0,
+            holds_libraries: false,
+            generation,
             reported: None,
         })
     }
@@ -207,6 +228,7 @@ impl LuaEnv {
             self.libraries = self.lua.create_table().map_err(|e| format!("ERR {e}"))?;
             self.callbacks.clear();
             self.libraries_generation = generation;
+            self.holds_libraries = false;
         }
         if let Some(callback) = self.callbacks.get(&library.id).and_then(|functions| functions.get(name)) {
             return Ok(callback.clone());
@@ -216,12 +238,29 @@ impl LuaEnv {
         Ok(callback)
     }
 
+    /// Drops the libraries loaded for an older registry, collects, and
+    /// reports the smaller size to the server it last ran for.
+    fn release_libraries(&mut self, generation: u64) {
+        match self.lua.create_table() {
+            Ok(empty) => self.libraries = empty,
+            Err(_) => return,
+        }
+        self.callbacks.clear();
+        self.libraries_generation = generation;
+        self.holds_libraries = false;
+        let _ = self.lua.gc_collect();
+        if let Some(reported) = self.reported.as_mut() {
+            reported.set(self.lua.used_memory());
+        }
+    }
+
     fn load_library_function(&mut self, library: &Library, name: &str) -> Result<Function, String> {
         let functions = match self.libraries.raw_get::<Option<Table>>(library.id) {
             Ok(Some(functions)) => functions,
             _ => {
                 let functions = self.load_library(library.body(), None)?;
                 self.libraries.raw_set(library.id, functions.clone()).map_err(|e| format!("ERR {e}"))?;
+                self.holds_libraries = true;
                 functions
             }
         };

@@ -20,7 +20,9 @@
 //!   and `strtod` as those libraries use them.
 //! - [`convert`]: reply ↔ Lua value conversions; [`call_args`]: `redis.call`
 //!   with thousands of arguments.
-//! - [`lua_memory`]: `used_memory_lua`, summed over the interpreters.
+//! - [`lua_memory`]: `used_memory_lua`, summed over the interpreters;
+//!   [`stale`]: releasing interpreters SCRIPT FLUSH left stale (and
+//!   libraries a registry change did) without waiting for a script.
 //! - [`run`]: running one script atomically (every shard held, or its
 //!   declared keys' shards), its commands through the dispatcher, its writes
 //!   logged as one record; [`callbacks`]: `redis.call` and the other Rust
@@ -69,6 +71,7 @@ pub mod run;
 pub mod runner;
 pub mod shebang;
 pub mod speed;
+pub mod stale;
 
 use std::sync::{Arc, OnceLock};
 
@@ -124,6 +127,15 @@ impl Scripting {
         } else {
             client.handle.worker.load(std::sync::atomic::Ordering::Relaxed)
         })
+    }
+
+    /// SCRIPT FLUSH or a library change: every thread drops what became
+    /// stale in its interpreter (workers on their next housekeeping tick,
+    /// the script thread now, this thread at once; see [`stale`]).
+    pub fn release_stale(&self) {
+        let current = stale::Generations::of(self);
+        self.runner.release_stale(current);
+        stale::release(current);
     }
 
     /// Whether a script is announced or running (checked before each command).
