@@ -18,17 +18,27 @@ use super::library::Library;
 pub const MEMORY_LIMIT_BYTES: usize = 1 << 30;
 
 use super::lua_memory::{LuaMemory, Reported};
+use super::prelude_chunk::Part;
 
-const PRELUDE: &str = include_str!("prelude.lua");
+/// What prelude_functions.lua defines (FUNCTION LOAD, FCALL).
+struct FunctionsApi {
+    /// `impl.fenv`: the environment of libraries' code.
+    fenv: Table,
+    /// `impl.load_library`: runs a library's code in load mode.
+    load_library: Function,
+    /// `impl.run_function`: calls a function as FCALL does.
+    run_function: Function,
+}
 
 /// A thread's interpreter.
 pub struct LuaEnv {
     pub lua: Lua,
     /// The prelude's `impl` table (with the callbacks of `callbacks.rs`).
     pub imp: Table,
-    /// The prelude's `impl.run` (EVAL) and `impl.run_function` (FCALL).
+    /// The prelude's `impl.run` (EVAL).
     pub run: Function,
-    pub run_function: Function,
+    /// The functions API (prelude_functions.lua), once loaded.
+    functions_api: Option<FunctionsApi>,
     /// The field names of returned tables (`err`, `ok`, ...).
     pub fields: super::convert::FieldNames,
     /// Compiled scripts by SHA1.
@@ -46,6 +56,8 @@ pub struct LuaEnv {
     generation: u64,
     /// What this interpreter added to a server's `used_memory_lua`.
     reported: Option<Reported>,
+    /// Scripts since the collector's last step.
+    pub gc_pace: super::lua_gc::Pace,
 }
 
 thread_local! {
@@ -122,7 +134,9 @@ impl LuaEnv {
         for name in ["debug", "loadfile", "dofile", "print", "setfenv", "getfenv", "newproxy", "module", "require"] {
             globals.raw_set(name, mlua::Value::Nil)?;
         }
-        super::lua_bit::install(&lua, &globals)?;
+        // `debug` stays reachable from the loaded-modules table otherwise.
+        let loaded: Table = lua.named_registry_value("_LOADED")?;
+        loaded.raw_set("debug", mlua::Value::Nil)?;
         let imp = lua.create_table()?;
         imp.raw_set("load_library_table", lua.create_function(load_library_table)?)?;
         imp.raw_set(
@@ -138,9 +152,9 @@ impl LuaEnv {
                 Ok(())
             })?,
         )?;
-        lua.load(PRELUDE).set_name("@cairn_prelude").call::<()>((imp.clone(), getinfo, setfenv))?;
+        super::prelude_chunk::load(&lua, Part::Core).call::<()>((imp.clone(), getinfo, setfenv))?;
         super::callbacks::install(&lua, &imp)?;
-        let (run, run_function) = (imp.raw_get("run")?, imp.raw_get("run_function")?);
+        let run = imp.raw_get("run")?;
         let functions = HashMap::new();
         let libraries = lua.create_table()?;
         let fields = super::convert::FieldNames::new(&lua)?;
@@ -150,7 +164,7 @@ impl LuaEnv {
             lua,
             imp,
             run,
-            run_function,
+            functions_api: None,
             fields,
             functions,
             libraries,
@@ -159,6 +173,7 @@ impl LuaEnv {
             holds_libraries: false,
             generation,
             reported: None,
+            gc_pace: super::lua_gc::Pace::default(),
         })
     }
 
@@ -182,13 +197,39 @@ impl LuaEnv {
 }
 
 impl LuaEnv {
+    /// The functions API, loading prelude_functions.lua the first time.
+    fn functions_api(&mut self) -> mlua::Result<&FunctionsApi> {
+        if self.functions_api.is_none() {
+            let chunk = super::prelude_chunk::load(&self.lua, Part::Functions).into_function()?;
+            let load_part: Function = self.imp.raw_get("load_functions_part")?;
+            load_part.call::<()>(chunk)?;
+            let api = FunctionsApi {
+                fenv: self.imp.raw_get("fenv")?,
+                load_library: self.imp.raw_get("load_library")?,
+                run_function: self.imp.raw_get("run_function")?,
+            };
+            self.functions_api = Some(api);
+        }
+        match &self.functions_api {
+            Some(api) => Ok(api),
+            None => Err(mlua::Error::runtime("the functions API is not loaded")),
+        }
+    }
+
+    /// `impl.run_function` (FCALL), if the functions API is loaded (it is
+    /// once a library was loaded here).
+    pub fn run_function(&self) -> Option<&Function> {
+        self.functions_api.as_ref().map(|api| &api.run_function)
+    }
+
     /// Compiles a library's code and runs it in load mode (only
     /// `redis.register_function` and `redis.log` reachable), stopping it with
     /// `FUNCTION LOAD timeout` after `timeout` (None: no limit, replay).
     /// Ok: the functions it registered (lowercase name → a table of `name`,
     /// `description`, `callback`, `flags`); Err: Redis's error text.
-    pub fn load_library(&self, code: &[u8], timeout: Option<Duration>) -> Result<Table, String> {
-        let fenv: Table = self.imp.raw_get("fenv").map_err(|e| format!("ERR {e}"))?;
+    pub fn load_library(&mut self, code: &[u8], timeout: Option<Duration>) -> Result<Table, String> {
+        let api = self.functions_api().map_err(|e| format!("ERR {e}"))?;
+        let (fenv, load) = (api.fenv.clone(), api.load_library.clone());
         let chunk = self
             .lua
             .load(code)
@@ -205,7 +246,6 @@ impl LuaEnv {
                 Ok(VmState::Continue)
             });
         }
-        let load: Function = self.imp.raw_get("load_library").map_err(|e| format!("ERR {e}"))?;
         let result = load.call::<(bool, Value, Value)>(chunk);
         self.lua.remove_hook();
         match result {
@@ -269,12 +309,13 @@ impl LuaEnv {
     }
 }
 
-/// The table of library `name` (cjson, cmsgpack, struct), built when a
+/// The table of library `name` (bit, cjson, cmsgpack, struct), built when a
 /// script first uses it (see prelude.lua).
 fn load_library_table(lua: &Lua, name: mlua::String) -> mlua::Result<Value> {
     let maker = std::rc::Rc::new(super::lua_lib::Maker::new(lua)?);
     let holder = lua.create_table()?;
     match &*name.as_bytes() {
+        b"bit" => super::lua_bit::install(lua, &holder)?,
         b"cjson" => super::lua_cjson::install(lua, &maker, &holder)?,
         b"cmsgpack" => super::lua_cmsgpack::install(lua, &maker, &holder)?,
         b"struct" => super::lua_struct::install(lua, &maker, &holder)?,
