@@ -361,3 +361,28 @@ fn syntax_message(e: &mlua::Error) -> String {
         other => other.to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bytes `lua` uses once collected.
+    fn live_bytes(lua: &Lua) -> usize {
+        lua.gc_collect().expect("collects");
+        lua.gc_collect().expect("collects");
+        lua.used_memory()
+    }
+
+    /// The footprint docs/scripting.md reports ("Interpreter size"); was
+    /// 64,166 bytes before the prelude was precompiled and split.
+    #[test]
+    fn a_new_interpreter_is_small() {
+        let mut env = LuaEnv::new(0).expect("interpreter");
+        let new = live_bytes(&env.lua);
+        env.functions_api().expect("functions API");
+        let with_functions = live_bytes(&env.lua);
+        eprintln!("a new interpreter: {new} bytes; with the functions API: {with_functions} bytes");
+        assert!(new < 46 * 1024, "{new}");
+        assert!(with_functions < 56 * 1024, "{with_functions}");
+    }
+}
