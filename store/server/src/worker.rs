@@ -207,8 +207,9 @@ async fn accept_on(listener: Option<&TcpListener>) -> std::io::Result<(tokio::ne
     }
 }
 
-/// Periodic work: active expiry of this worker's shards, and (worker 0) the
-/// ops/s sampler.
+/// Periodic work: releasing this thread's stale Lua interpreter (see
+/// crate::scripting::stale), active expiry of this worker's shards, and
+/// (worker 0) the ops/s sampler.
 async fn housekeeping(server: Arc<Server>, index: usize) {
     let workers = server.workers.len();
     let mut tick = tokio::time::interval(crate::expiry::EXPIRE_PERIOD);
@@ -218,6 +219,7 @@ async fn housekeeping(server: Arc<Server>, index: usize) {
             _ = server.shutdown.wait() => return,
             _ = tick.tick() => {}
         }
+        crate::scripting::stale::release(crate::scripting::stale::Generations::of(&server.scripting));
         if server.persistence.is_loading() {
             continue;
         }

@@ -77,13 +77,13 @@ pub fn function(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let arity = |ok: bool| if ok { Ok(()) } else { Err(CmdError::subcommand_arity("function", sub)) };
     if is(sub, "load") {
         arity(args.len() >= 3)?;
-        load(ctx, args)
+        released(ctx, args, load)
     } else if is(sub, "delete") {
         arity(args.len() == 3)?;
-        delete(ctx, args)
+        released(ctx, args, delete)
     } else if is(sub, "flush") {
         arity(args.len() >= 2)?;
-        flush(ctx, args)
+        released(ctx, args, flush)
     } else if is(sub, "list") {
         list(ctx, &args[2..])
     } else if is(sub, "dump") {
@@ -92,7 +92,7 @@ pub fn function(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         Ok(())
     } else if is(sub, "restore") {
         arity(args.len() >= 3)?;
-        restore(ctx, args)
+        released(ctx, args, restore)
     } else if is(sub, "stats") {
         arity(args.len() == 2)?;
         stats(ctx)
@@ -225,6 +225,16 @@ fn flush(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         .map_err(CmdError::Message)?;
     ctx.out.ok();
     Ok(())
+}
+
+/// After a change to the libraries, the interpreters drop the ones they
+/// loaded (see crate::scripting::stale).
+fn released(ctx: &mut Ctx<'_>, args: &[&[u8]], change: fn(&mut Ctx<'_>, &[&[u8]]) -> CmdResult) -> CmdResult {
+    let result = change(ctx, args);
+    if result.is_ok() {
+        ctx.server.scripting.release_stale();
+    }
+    result
 }
 
 /// FUNCTION LIST [LIBRARYNAME pattern] [WITHCODE].

@@ -142,6 +142,7 @@ pub fn script(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             return Err(CmdError::Static("ERR SCRIPT FLUSH only support SYNC|ASYNC option"));
         }
         scripting.cache.flush();
+        scripting.release_stale();
         ctx.out.ok();
     } else if is(sub, "kill") {
         arity_ok(args.len() == 2)?;

@@ -18,17 +18,27 @@ use super::library::Library;
 pub const MEMORY_LIMIT_BYTES: usize = 1 << 30;
 
 use super::lua_memory::{LuaMemory, Reported};
+use super::prelude_chunk::Part;
 
-const PRELUDE: &str = include_str!("prelude.lua");
+/// What prelude_functions.lua defines (FUNCTION LOAD, FCALL).
+struct FunctionsApi {
+    /// `impl.fenv`: the environment of libraries' code.
+    fenv: Table,
+    /// `impl.load_library`: runs a library's code in load mode.
+    load_library: Function,
+    /// `impl.run_function`: calls a function as FCALL does.
+    run_function: Function,
+}
 
 /// A thread's interpreter.
 pub struct LuaEnv {
     pub lua: Lua,
     /// The prelude's `impl` table (with the callbacks of `callbacks.rs`).
     pub imp: Table,
-    /// The prelude's `impl.run` (EVAL) and `impl.run_function` (FCALL).
+    /// The prelude's `impl.run` (EVAL).
     pub run: Function,
-    pub run_function: Function,
+    /// The functions API (prelude_functions.lua), once loaded.
+    functions_api: Option<FunctionsApi>,
     /// The field names of returned tables (`err`, `ok`, ...).
     pub fields: super::convert::FieldNames,
     /// Compiled scripts by SHA1.
@@ -40,10 +50,14 @@ pub struct LuaEnv {
     callbacks: HashMap<u64, HashMap<String, Function>>,
     /// The function registry generation `libraries` belongs to.
     libraries_generation: u64,
+    /// Whether `libraries` holds a loaded library.
+    holds_libraries: bool,
     /// The script cache generation these functions belong to (SCRIPT FLUSH).
     generation: u64,
     /// What this interpreter added to a server's `used_memory_lua`.
     reported: Option<Reported>,
+    /// Scripts since the collector's last step.
+    pub gc_pace: super::lua_gc::Pace,
 }
 
 thread_local! {
@@ -55,22 +69,40 @@ thread_local! {
 pub fn with_env<R>(generation: u64, f: impl FnOnce(&mut LuaEnv) -> R) -> mlua::Result<R> {
     ENV.with(|cell| {
         let mut slot = cell.borrow_mut();
-        if slot.is_none() {
-            *slot = Some(LuaEnv::new()?);
-        }
-        let Some(env) = slot.as_mut() else {
-            return Err(mlua::Error::runtime("no Lua interpreter"));
-        };
-        if env.generation != generation {
+        if slot.as_ref().is_some_and(|env| env.generation != generation) {
             // SCRIPT FLUSH resets the interpreter, as Redis recreates its
-            // Lua state: scripts, library settings (cjson's) and memory.
-            let reported = env.reported.take();
-            *env = LuaEnv::new()?;
-            env.generation = generation;
-            env.reported = reported;
+            // Lua state: scripts, library settings (cjson's) and memory. The
+            // old one goes first (its report with it), then a new one is built.
+            *slot = None;
         }
+        let env = match slot.as_mut() {
+            Some(env) => env,
+            None => slot.insert(LuaEnv::new(generation)?),
+        };
         Ok(f(env))
     })
+}
+
+/// Drops this thread's interpreter if SCRIPT FLUSH made it stale (its share
+/// of `used_memory_lua` goes with it), or else the libraries it loaded if the
+/// registry changed since (see [`super::stale`]). Does nothing while the
+/// interpreter is in use.
+pub fn release_stale(current: super::stale::Generations) {
+    ENV.with(|cell| {
+        let Ok(mut slot) = cell.try_borrow_mut() else { return };
+        match slot.as_mut() {
+            Some(env) if env.generation != current.scripts => *slot = None,
+            Some(env) if env.holds_libraries && env.libraries_generation != current.libraries => {
+                env.release_libraries(current.libraries);
+            }
+            _ => {}
+        }
+    });
+}
+
+/// Whether this thread has an interpreter (tests).
+pub fn has_env() -> bool {
+    ENV.with(|cell| cell.try_borrow().map(|slot| slot.is_some()).unwrap_or(true))
 }
 
 /// Reports the bytes this thread's interpreter uses into `total` (the
@@ -85,7 +117,7 @@ pub fn report_memory(total: &LuaMemory) {
 }
 
 impl LuaEnv {
-    fn new() -> mlua::Result<Self> {
+    fn new(generation: u64) -> mlua::Result<Self> {
         // SAFETY: the debug library is loaded only so that the prelude can
         // keep `debug.getinfo` as an upvalue of its error handler; the
         // global `debug` is removed before any script runs.
@@ -102,7 +134,9 @@ impl LuaEnv {
         for name in ["debug", "loadfile", "dofile", "print", "setfenv", "getfenv", "newproxy", "module", "require"] {
             globals.raw_set(name, mlua::Value::Nil)?;
         }
-        super::lua_bit::install(&lua, &globals)?;
+        // `debug` stays reachable from the loaded-modules table otherwise.
+        let loaded: Table = lua.named_registry_value("_LOADED")?;
+        loaded.raw_set("debug", mlua::Value::Nil)?;
         let imp = lua.create_table()?;
         imp.raw_set("load_library_table", lua.create_function(load_library_table)?)?;
         imp.raw_set(
@@ -118,9 +152,9 @@ impl LuaEnv {
                 Ok(())
             })?,
         )?;
-        lua.load(PRELUDE).set_name("@cairn_prelude").call::<()>((imp.clone(), getinfo, setfenv))?;
+        super::prelude_chunk::load(&lua, Part::Core).call::<()>((imp.clone(), getinfo, setfenv))?;
         super::callbacks::install(&lua, &imp)?;
-        let (run, run_function) = (imp.raw_get("run")?, imp.raw_get("run_function")?);
+        let run = imp.raw_get("run")?;
         let functions = HashMap::new();
         let libraries = lua.create_table()?;
         let fields = super::convert::FieldNames::new(&lua)?;
@@ -130,14 +164,16 @@ impl LuaEnv {
             lua,
             imp,
             run,
-            run_function,
+            functions_api: None,
             fields,
             functions,
             libraries,
             callbacks: HashMap::new(),
             libraries_generation: 0,
-            generation: 0,
+            holds_libraries: false,
+            generation,
             reported: None,
+            gc_pace: super::lua_gc::Pace::default(),
         })
     }
 
@@ -161,13 +197,39 @@ impl LuaEnv {
 }
 
 impl LuaEnv {
+    /// The functions API, loading prelude_functions.lua the first time.
+    fn functions_api(&mut self) -> mlua::Result<&FunctionsApi> {
+        if self.functions_api.is_none() {
+            let chunk = super::prelude_chunk::load(&self.lua, Part::Functions).into_function()?;
+            let load_part: Function = self.imp.raw_get("load_functions_part")?;
+            load_part.call::<()>(chunk)?;
+            let api = FunctionsApi {
+                fenv: self.imp.raw_get("fenv")?,
+                load_library: self.imp.raw_get("load_library")?,
+                run_function: self.imp.raw_get("run_function")?,
+            };
+            self.functions_api = Some(api);
+        }
+        match &self.functions_api {
+            Some(api) => Ok(api),
+            None => Err(mlua::Error::runtime("the functions API is not loaded")),
+        }
+    }
+
+    /// `impl.run_function` (FCALL), if the functions API is loaded (it is
+    /// once a library was loaded here).
+    pub fn run_function(&self) -> Option<&Function> {
+        self.functions_api.as_ref().map(|api| &api.run_function)
+    }
+
     /// Compiles a library's code and runs it in load mode (only
     /// `redis.register_function` and `redis.log` reachable), stopping it with
     /// `FUNCTION LOAD timeout` after `timeout` (None: no limit, replay).
     /// Ok: the functions it registered (lowercase name → a table of `name`,
     /// `description`, `callback`, `flags`); Err: Redis's error text.
-    pub fn load_library(&self, code: &[u8], timeout: Option<Duration>) -> Result<Table, String> {
-        let fenv: Table = self.imp.raw_get("fenv").map_err(|e| format!("ERR {e}"))?;
+    pub fn load_library(&mut self, code: &[u8], timeout: Option<Duration>) -> Result<Table, String> {
+        let api = self.functions_api().map_err(|e| format!("ERR {e}"))?;
+        let (fenv, load) = (api.fenv.clone(), api.load_library.clone());
         let chunk = self
             .lua
             .load(code)
@@ -184,7 +246,6 @@ impl LuaEnv {
                 Ok(VmState::Continue)
             });
         }
-        let load: Function = self.imp.raw_get("load_library").map_err(|e| format!("ERR {e}"))?;
         let result = load.call::<(bool, Value, Value)>(chunk);
         self.lua.remove_hook();
         match result {
@@ -207,6 +268,7 @@ impl LuaEnv {
             self.libraries = self.lua.create_table().map_err(|e| format!("ERR {e}"))?;
             self.callbacks.clear();
             self.libraries_generation = generation;
+            self.holds_libraries = false;
         }
         if let Some(callback) = self.callbacks.get(&library.id).and_then(|functions| functions.get(name)) {
             return Ok(callback.clone());
@@ -216,12 +278,29 @@ impl LuaEnv {
         Ok(callback)
     }
 
+    /// Drops the libraries loaded for an older registry, collects, and
+    /// reports the smaller size to the server it last ran for.
+    fn release_libraries(&mut self, generation: u64) {
+        match self.lua.create_table() {
+            Ok(empty) => self.libraries = empty,
+            Err(_) => return,
+        }
+        self.callbacks.clear();
+        self.libraries_generation = generation;
+        self.holds_libraries = false;
+        let _ = self.lua.gc_collect();
+        if let Some(reported) = self.reported.as_mut() {
+            reported.set(self.lua.used_memory());
+        }
+    }
+
     fn load_library_function(&mut self, library: &Library, name: &str) -> Result<Function, String> {
         let functions = match self.libraries.raw_get::<Option<Table>>(library.id) {
             Ok(Some(functions)) => functions,
             _ => {
                 let functions = self.load_library(library.body(), None)?;
                 self.libraries.raw_set(library.id, functions.clone()).map_err(|e| format!("ERR {e}"))?;
+                self.holds_libraries = true;
                 functions
             }
         };
@@ -230,12 +309,13 @@ impl LuaEnv {
     }
 }
 
-/// The table of library `name` (cjson, cmsgpack, struct), built when a
+/// The table of library `name` (bit, cjson, cmsgpack, struct), built when a
 /// script first uses it (see prelude.lua).
 fn load_library_table(lua: &Lua, name: mlua::String) -> mlua::Result<Value> {
     let maker = std::rc::Rc::new(super::lua_lib::Maker::new(lua)?);
     let holder = lua.create_table()?;
     match &*name.as_bytes() {
+        b"bit" => super::lua_bit::install(lua, &holder)?,
         b"cjson" => super::lua_cjson::install(lua, &maker, &holder)?,
         b"cmsgpack" => super::lua_cmsgpack::install(lua, &maker, &holder)?,
         b"struct" => super::lua_struct::install(lua, &maker, &holder)?,
@@ -279,5 +359,30 @@ fn syntax_message(e: &mlua::Error) -> String {
     match e {
         mlua::Error::SyntaxError { message, .. } => message.clone(),
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bytes `lua` uses once collected.
+    fn live_bytes(lua: &Lua) -> usize {
+        lua.gc_collect().expect("collects");
+        lua.gc_collect().expect("collects");
+        lua.used_memory()
+    }
+
+    /// The footprint docs/scripting.md reports ("Interpreter size"); was
+    /// 64,166 bytes before the prelude was precompiled and split.
+    #[test]
+    fn a_new_interpreter_is_small() {
+        let mut env = LuaEnv::new(0).expect("interpreter");
+        let new = live_bytes(&env.lua);
+        env.functions_api().expect("functions API");
+        let with_functions = live_bytes(&env.lua);
+        eprintln!("a new interpreter: {new} bytes; with the functions API: {with_functions} bytes");
+        assert!(new < 46 * 1024, "{new}");
+        assert!(with_functions < 56 * 1024, "{with_functions}");
     }
 }

@@ -42,6 +42,15 @@ impl Reported {
     }
 }
 
+impl Reported {
+    /// The interpreter now uses `bytes` (for the server it last reported to).
+    pub fn set(&mut self, bytes: usize) {
+        self.total.fetch_add(bytes, Ordering::Relaxed);
+        self.total.fetch_sub(self.bytes, Ordering::Relaxed);
+        self.bytes = bytes;
+    }
+}
+
 impl Drop for Reported {
     fn drop(&mut self) {
         self.total.fetch_sub(self.bytes, Ordering::Relaxed);

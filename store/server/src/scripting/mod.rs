@@ -13,14 +13,18 @@
 //! - [`offload`]: running a script (or a transaction or native frame that
 //!   calls one) on a blocking thread, the client moved there and back.
 //! - [`lua_env`]: the sandboxed Lua 5.1 interpreter of each thread, with the
-//!   `redis` library of `prelude.lua`; [`lua_bit`]: its `bit` library;
+//!   `redis` library of `prelude.lua`, precompiled once ([`prelude_chunk`],
+//!   stripped by [`lua_bytecode`]); [`lua_bit`]: its `bit` library;
 //!   [`lua_cjson`] (with [`lua_cjson_decode`]), [`lua_cmsgpack`],
 //!   [`lua_struct`]: the cjson, cmsgpack and struct libraries, whose errors
 //!   are raised as Lua strings ([`lua_lib`]); [`lua_number`]: C's `%.14g`
 //!   and `strtod` as those libraries use them.
 //! - [`convert`]: reply ↔ Lua value conversions; [`call_args`]: `redis.call`
 //!   with thousands of arguments.
-//! - [`lua_memory`]: `used_memory_lua`, summed over the interpreters.
+//! - [`lua_gc`]: Redis's collection step every 50 scripts;
+//!   [`lua_memory`]: `used_memory_lua`, summed over the interpreters;
+//!   [`stale`]: releasing interpreters SCRIPT FLUSH left stale (and
+//!   libraries a registry change did) without waiting for a script.
 //! - [`run`]: running one script atomically (every shard held, or its
 //!   declared keys' shards), its commands through the dispatcher, its writes
 //!   logged as one record; [`callbacks`]: `redis.call` and the other Rust
@@ -54,21 +58,25 @@ pub mod library;
 pub mod library_dump;
 pub mod library_load;
 pub mod lua_bit;
+pub mod lua_bytecode;
 pub mod lua_cjson;
 pub mod lua_cjson_decode;
 pub mod lua_cmsgpack;
 pub mod lua_env;
+pub mod lua_gc;
 pub mod lua_lib;
 pub mod lua_memory;
 pub mod lua_number;
 pub mod lua_struct;
 pub mod offload;
 pub mod on_worker;
+pub mod prelude_chunk;
 pub mod quiesce;
 pub mod run;
 pub mod runner;
 pub mod shebang;
 pub mod speed;
+pub mod stale;
 
 use std::sync::{Arc, OnceLock};
 
@@ -124,6 +132,15 @@ impl Scripting {
         } else {
             client.handle.worker.load(std::sync::atomic::Ordering::Relaxed)
         })
+    }
+
+    /// SCRIPT FLUSH or a library change: every thread drops what became
+    /// stale in its interpreter (workers on their next housekeeping tick,
+    /// the script thread now, this thread at once; see [`stale`]).
+    pub fn release_stale(&self) {
+        let current = stale::Generations::of(self);
+        self.runner.release_stale(current);
+        stale::release(current);
     }
 
     /// Whether a script is announced or running (checked before each command).

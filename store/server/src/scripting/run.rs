@@ -361,7 +361,11 @@ struct Bounds<'r, 'k> {
 fn run_lua(ctx: &mut Ctx<'_>, request: &ScriptRequest, out: &mut ReplyWriter<'_>, bounds: Bounds<'_, '_>) -> Stopped {
     let scripting = &ctx.server.scripting;
     let generation = scripting.cache.generation();
-    let result = with_env(generation, |env| call_script(env, ctx, request, out, bounds));
+    let result = with_env(generation, |env| {
+        let stopped = call_script(env, ctx, request, out, bounds);
+        env.gc_pace.script_ran(&env.lua);
+        stopped
+    });
     super::lua_env::report_memory(&scripting.lua_memory);
     result.unwrap_or_else(|e| {
         out.error(&format!("ERR Error running script {}, {e}", request.sha));
@@ -432,7 +436,10 @@ fn call_script(
         let started = Instant::now();
         let called: mlua::Result<(bool, Value)> = match &arguments {
             None => env.run.call(function),
-            Some((keys, argv)) => env.run_function.call((function, keys, argv)),
+            Some((keys, argv)) => match env.run_function() {
+                Some(run_function) => run_function.call((function, keys, argv)),
+                None => Err(mlua::Error::runtime("the functions API is not loaded")),
+            },
         };
         request.speed.record(started.elapsed(), budget);
         called.map(|(ok, value)| {

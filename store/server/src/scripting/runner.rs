@@ -13,6 +13,9 @@
 //!
 //! The thread starts with the first script and ends when the server's
 //! [`Runner`] is dropped; it holds the server only while it runs a job.
+//! Between rounds it drops what SCRIPT FLUSH or a library change made stale
+//! in its interpreter when told ([`Runner::release_stale`], see
+//! [`super::stale`]).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -21,6 +24,7 @@ use parking_lot::{Condvar, Mutex};
 use tokio::sync::oneshot;
 
 use super::run::{self, Caller, Outcome, ScriptRequest};
+use super::stale::{self, Generations};
 use crate::server::Server;
 use crate::stats::WorkerStats;
 
@@ -51,6 +55,9 @@ struct Shared {
 #[derive(Default)]
 struct Queue {
     jobs: VecDeque<Job>,
+    /// The generations to release the thread's interpreter against, when
+    /// SCRIPT FLUSH or a library change asked for it.
+    release: Option<Generations>,
     thread_started: bool,
     closed: bool,
 }
@@ -96,6 +103,18 @@ impl Runner {
         receivers
     }
 
+    /// Asks the thread (if started) to release its interpreter, or the
+    /// libraries it loaded, if older than `current`.
+    pub fn release_stale(&self, current: Generations) {
+        let mut queue = self.shared.queue.lock();
+        if !queue.thread_started {
+            return;
+        }
+        queue.release = Some(current);
+        drop(queue);
+        self.shared.wake.notify_one();
+    }
+
     /// Starts the runner thread unless it runs already.
     fn start_thread(&self, queue: &mut Queue) -> Result<(), Unavailable> {
         if queue.closed {
@@ -121,21 +140,33 @@ impl Drop for Runner {
     }
 }
 
+/// What the runner thread does next.
+enum Work {
+    Round(Vec<Job>),
+    Release(Generations),
+}
+
 /// The runner thread: rounds until the runner is dropped.
 fn serve(shared: &Shared) {
-    while let Some(round) = next_round(shared) {
-        run_round(round);
+    while let Some(work) = next_work(shared) {
+        match work {
+            Work::Round(round) => run_round(round),
+            Work::Release(current) => stale::release(current),
+        }
     }
 }
 
-/// Waits for queued scripts and takes up to [`MAX_ROUND`] of them; None once
-/// the runner is closed and its queue empty.
-fn next_round(shared: &Shared) -> Option<Vec<Job>> {
+/// Waits for queued scripts and takes up to [`MAX_ROUND`] of them, or else
+/// a request to release; None once the runner is closed and its queue empty.
+fn next_work(shared: &Shared) -> Option<Work> {
     let mut queue = shared.queue.lock();
     loop {
         if !queue.jobs.is_empty() {
             let take = queue.jobs.len().min(MAX_ROUND);
-            return Some(queue.jobs.drain(..take).collect());
+            return Some(Work::Round(queue.jobs.drain(..take).collect()));
+        }
+        if let Some(current) = queue.release.take() {
+            return Some(Work::Release(current));
         }
         if queue.closed {
             return None;

@@ -37,6 +37,7 @@ mod resp;
 mod scripting;
 mod scripting_keyed;
 mod scripting_libs;
+mod scripting_memory;
 mod scripting_on_worker;
 mod scripting_workers;
 mod slowlog;
