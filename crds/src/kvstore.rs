@@ -9,7 +9,7 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::{Durability, FsyncClass};
+use crate::{Durability, FsyncClass, MaxmemoryPolicy};
 
 /// The image used when `spec.image` is empty.
 pub const DEFAULT_IMAGE: &str = "cairn-db/cairn:0.1.0";
@@ -36,6 +36,7 @@ pub const DEFAULT_IMAGE: &str = "cairn-db/cairn:0.1.0";
     printcolumn(name = "Volume", type_ = "string", json_path = ".status.volume.size"),
     printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
 )]
+#[x_kube(validation = Rule::new("!has(self.maxmemory) || !has(self.memory) || self.maxmemory.endsWith('%') || !isQuantity(self.maxmemory) || !isQuantity(self.memory) || quantity(self.maxmemory).compareTo(quantity(self.memory)) <= 0").message("maxmemory must not exceed memory"))]
 #[serde(rename_all = "camelCase")]
 pub struct KVStoreSpec {
     /// Container image holding the `cairn` server binary (and `cairn-bench`).
@@ -76,6 +77,27 @@ pub struct KVStoreSpec {
     #[serde(default = "default_memory")]
     #[schemars(regex(pattern = "^[1-9][0-9]{0,8}(Mi|Gi|Ti)$"))]
     pub memory: String,
+
+    /// The server's `maxmemory`: above it, writes evict keys under `maxmemoryPolicy` or are
+    /// refused with `-OOM`, instead of the pod being OOM-killed at `memory`. A Kubernetes
+    /// quantity (`800Mi`, `1G`, `1.5Gi`), a percentage of `memory` (`75%`), or `"0"` for no limit
+    /// (quote it). Default `75%`: maxmemory counts the dataset's allocations, not allocator
+    /// fragmentation, client and replication buffers, Lua, thread stacks or the binary, which
+    /// all count against the pod's limit; the remaining quarter is their headroom. At most
+    /// `memory`.
+    #[serde(default = "default_maxmemory")]
+    #[schemars(length(max = 32))]
+    #[schemars(regex(
+        pattern = r"^(([1-9]|[1-9][0-9]|100)%|[0-9]{1,15}(\.[0-9]{1,9})?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?)$"
+    ))]
+    pub maxmemory: String,
+
+    /// What the server does at `maxmemory` (its `maxmemory-policy`): `noeviction` (the default,
+    /// as in Redis) refuses writes with `-OOM`; `allkeys-lru`, `allkeys-lfu`, `allkeys-random`
+    /// evict any key; `volatile-lru`, `volatile-lfu`, `volatile-random`, `volatile-ttl` only keys
+    /// with a TTL.
+    #[serde(default)]
+    pub maxmemory_policy: MaxmemoryPolicy,
 
     /// Container and Service ports.
     #[serde(default)]
@@ -124,6 +146,13 @@ fn one() -> i32 {
 
 fn default_memory() -> String {
     "1Gi".to_string()
+}
+
+/// The default `spec.maxmemory`: three quarters of `spec.memory`.
+pub const DEFAULT_MAXMEMORY: &str = "75%";
+
+fn default_maxmemory() -> String {
+    DEFAULT_MAXMEMORY.to_string()
 }
 
 /// Image pull policy.

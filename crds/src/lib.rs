@@ -4,6 +4,7 @@
 //!
 //! - [`durability`]: the durability tier enum (`none`, `async`, `everysec`, `sync`).
 //! - [`fsync_class`]: the fsync class enum (`local-nvme`, `premium-ssd`, `standard`).
+//! - [`maxmemory_policy`]: the eviction policy enum (`noeviction`, `allkeys-lru`, ...).
 //! - [`quantity`]: binary-unit sizes (`512Mi`, `20Gi`) as the CRDs accept them.
 //! - [`kvstore`]: the `KVStore` resource: one Cairn server as a StatefulSet.
 //! - [`benchmark`]: the `KVStoreBenchmark` resource: one `cairn-bench` run as a Job.
@@ -15,6 +16,7 @@ pub mod benchmark;
 pub mod durability;
 pub mod fsync_class;
 pub mod kvstore;
+pub mod maxmemory_policy;
 pub mod quantity;
 pub mod yaml11;
 
@@ -28,6 +30,7 @@ pub use kvstore::{
     AuthSecretRef, Endpoints, KVStore, KVStoreSpec, KVStoreStatus, PodDisruptionBudgetSpec, PodMetadata, Ports,
     PullPolicy, Scheduling, ServiceSpec, ServiceType, StorageSpec, TlsClientAuth, TlsSecretRef, VolumeStatus,
 };
+pub use maxmemory_policy::MaxmemoryPolicy;
 pub use quantity::{parse_binary_bytes, QuantityError};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;

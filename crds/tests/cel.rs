@@ -116,3 +116,17 @@ fn a_benchmark_spec_is_immutable() {
     assert!(broken::<KVStoreBenchmark>(&bench(8), Some(&bench(8))).is_empty());
     assert_breaks::<KVStoreBenchmark>(&bench(16), Some(&bench(8)), "a benchmark's spec is immutable");
 }
+
+#[test]
+fn maxmemory_is_at_most_memory() {
+    let sized = |memory: &str, maxmemory: &str| store(json!({"memory": memory, "maxmemory": maxmemory}));
+    for (memory, maxmemory) in
+        [("1Gi", "800Mi"), ("1Gi", "1Gi"), ("1Gi", "1G"), ("2Gi", "1.5Gi"), ("1Gi", "0"), ("1Gi", "100%")]
+    {
+        assert!(broken::<KVStore>(&sized(memory, maxmemory), None).is_empty(), "{memory} {maxmemory}");
+    }
+    // The default (75%) passes with any memory.
+    assert!(broken::<KVStore>(&store(json!({"memory": "512Mi"})), None).is_empty());
+    assert_breaks::<KVStore>(&sized("1Gi", "1025Mi"), None, "maxmemory must not exceed memory");
+    assert_breaks::<KVStore>(&sized("1Gi", "2G"), None, "maxmemory must not exceed memory");
+}

@@ -29,6 +29,7 @@ fn crds_carry_the_validation_rules_and_columns() {
         "storage.storageClassName is immutable",
         "storage.size can only grow",
         "cpus must be a whole number of cores",
+        "maxmemory must not exceed memory",
         "a benchmark's spec is immutable",
         "\"Fsync class\"",
         "\"shortNames\":[\"kvs\",\"cairn\"]",

@@ -10,7 +10,10 @@ kubelet would, the probe paths of the pod spec are requested on the admin port (
 password) must answer PONG, and SIGTERM must stop the server with status 0. A store that serves
 RESP over TLS (`--tls-port`) gets certificates made for the run (e2e/lib/certs.py) in place of its
 mounted Secret (the TLS directory of its arguments is mapped to them), and its PING goes over TLS,
-with a client certificate when the server asks for one. With `--cairn-bench`, the command line of
+with a client certificate when the server asks for one. `CONFIG GET maxmemory` and
+`maxmemory-policy` must answer what the KVStore asks for (`--resources`: the manifests rendered;
+`spec.maxmemory`, default 75% of `spec.memory`, computed here independently of the operator, and
+`spec.maxmemoryPolicy`, default noeviction). With `--cairn-bench`, the command line of
 every benchmark Job against a store is run too, against that store's process (target and duration
 shortened, the Secret's files mapped likewise), and must exit 0.
 
@@ -19,7 +22,9 @@ on the probe paths. Usage: run_store_pods.py --cairn BIN --rendered FILE --workd
 """
 
 import argparse
+import math
 import os
+import re
 import signal
 import socket
 import ssl
@@ -62,6 +67,87 @@ def connect(port: int, pki):
     context = ssl.create_default_context(cafile=os.path.join(pki, "ca.crt"))
     context.load_cert_chain(os.path.join(pki, "client.crt"), os.path.join(pki, "client.key"))
     return context.wrap_socket(raw, server_hostname="localhost")
+
+
+def read_reply(f):
+    """One RESP2 reply from the file `f`: str, int, bytes, None, list, or an Exception for -ERR."""
+    line = f.readline()
+    if not line.endswith(b"\r\n"):
+        raise OSError(f"connection closed mid-reply: {line!r}")
+    kind, body = line[:1], line[1:-2]
+    if kind == b"+":
+        return body.decode()
+    if kind == b"-":
+        return Exception(body.decode())
+    if kind == b":":
+        return int(body)
+    if kind == b"$":
+        n = int(body)
+        return None if n < 0 else f.read(n + 2)[:-2]
+    if kind == b"*":
+        n = int(body)
+        return None if n < 0 else [read_reply(f) for _ in range(n)]
+    raise OSError(f"not a RESP2 reply: {line!r}")
+
+
+def resp_commands(port: int, password, pki, commands):
+    """The replies to `commands` (lists of str), sent after AUTH when there is a password."""
+    if password:
+        commands = [["AUTH", password], *commands]
+    out = b""
+    for command in commands:
+        out += b"*%d\r\n" % len(command)
+        for arg in command:
+            arg = arg.encode()
+            out += b"$%d\r\n%s\r\n" % (len(arg), arg)
+    with connect(port, pki) as s:
+        s.sendall(out)
+        with s.makefile("rb") as f:
+            replies = [read_reply(f) for _ in commands]
+    return replies[1:] if password else replies
+
+
+# Kubernetes quantity suffixes (operator/src/maxmemory.rs takes the same subset: no exponent).
+SUFFIXES = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+            "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
+
+
+def quantity_bytes(text):
+    m = re.fullmatch(r"([0-9]+)(?:\.([0-9]+))?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?", text)
+    if not m:
+        raise ValueError(f"not a quantity: {text!r}")
+    whole, fraction, suffix = m.group(1), m.group(2) or "", m.group(3)
+    scale = 10 ** len(fraction)
+    # Rounded up to a whole byte, as Kubernetes does.
+    return -(-int(whole + fraction) * SUFFIXES.get(suffix, 1) // scale)
+
+
+def expected_memory_config(spec):
+    """CONFIG GET maxmemory and maxmemory-policy of a store with this KVStore spec (CRD defaults)."""
+    memory = quantity_bytes(spec.get("memory", "1Gi"))
+    maxmemory = str(spec.get("maxmemory", "75%"))
+    if maxmemory.endswith("%"):
+        limit = memory * int(maxmemory[:-1]) // 100
+    else:
+        limit = quantity_bytes(maxmemory)
+    return {"maxmemory": str(limit), "maxmemory-policy": spec.get("maxmemoryPolicy", "noeviction")}
+
+
+def memory_config_of_args(args):
+    """CONFIG GET maxmemory and maxmemory-policy as the container's --param flags set them."""
+    params = dict(args[i + 1].split("=", 1) for i, a in enumerate(args) if a == "--param")
+    return {"maxmemory": params.get("maxmemory", "0"), "maxmemory-policy": params.get("maxmemory-policy", "noeviction")}
+
+
+def check_memory_config(name, port, password, pki, want):
+    """Failures when the running server's maxmemory settings are not `want`."""
+    replies = resp_commands(port, password, pki, [["CONFIG", "GET", key] for key in want])
+    failures = []
+    for key, reply in zip(want, replies):
+        got = reply[1].decode() if isinstance(reply, list) and len(reply) == 2 else reply
+        if got != want[key]:
+            failures.append(f"{name}: CONFIG GET {key} answered {reply!r}, expected {want[key]!r}")
+    return failures
 
 
 def resp_ping(port: int, password, pki=None) -> bytes:
@@ -131,7 +217,7 @@ def container_env(container):
     return env, password
 
 
-def run_pod(cairn, sts, config_maps, workdir, bench=None, jobs=()):
+def run_pod(cairn, sts, config_maps, workdir, bench=None, jobs=(), store_spec=None):
     name = sts["metadata"]["name"]
     pod = sts["spec"]["template"]["spec"]
     container = pod["containers"][0]
@@ -193,11 +279,22 @@ def run_pod(cairn, sts, config_maps, workdir, bench=None, jobs=()):
                 reply = resp_ping(ping_port, password, pki)
                 if not reply.endswith(b"+PONG\r\n"):
                     failures.append(f"{name}: PING answered {reply!r}")
+                if store_spec is not None:
+                    want = expected_memory_config(store_spec)
+                    if memory_config_of_args(args) != want:
+                        failures.append(f"{name}: the --param flags {memory_config_of_args(args)} are not "
+                                        f"the KVStore's {want}")
+                else:
+                    want = memory_config_of_args(args)
+                    print(f"note {name}: no KVStore in --resources; expecting the --param flags' values")
+                if not failures:
+                    failures += check_memory_config(name, ping_port, password, pki, want)
                 if not failures and bench:
                     failures += run_jobs(bench, jobs, ping_port, pki, os.path.join(workdir, name))
                 if not failures:
                     print(f"ok   {name}: cairn {' '.join(container['args'])}: probes "
-                          f"{', '.join(sorted(set(probes.values())))} answer 200, PING answers PONG")
+                          f"{', '.join(sorted(set(probes.values())))} answer 200, PING answers PONG, "
+                          f"maxmemory {want['maxmemory']} ({want['maxmemory-policy']})")
         finally:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
@@ -234,7 +331,16 @@ def main():
     p.add_argument("--rendered", required=True)
     p.add_argument("--workdir", required=True)
     p.add_argument("--cairn-bench", help="also run each benchmark Job's command line with this binary")
+    p.add_argument("--resources", nargs="*", default=[],
+                   help="the KVStore manifests rendered: each store's maxmemory settings are checked against its spec")
     a = p.parse_args()
+    specs = {}
+    for path in a.resources:
+        with open(path) as f:
+            for d in yaml.safe_load_all(f):
+                if d and d.get("kind") == "KVStore":
+                    meta = d["metadata"]
+                    specs[(meta.get("namespace", "default"), meta["name"])] = d.get("spec") or {}
     with open(a.rendered) as f:
         docs = [d for d in yaml.safe_load_all(f) if d]
     config_maps = {d["metadata"]["name"]: d.get("data", {}).get("cairn.toml", "")
@@ -246,7 +352,9 @@ def main():
     failures = []
     jobs = [d for d in docs if d.get("kind") == "Job"]
     for sts in statefulsets:
-        failures += run_pod(a.cairn, sts, config_maps, a.workdir, a.cairn_bench, jobs_against(sts, jobs))
+        meta = sts["metadata"]
+        spec = specs.get((meta.get("namespace", "default"), meta["name"]))
+        failures += run_pod(a.cairn, sts, config_maps, a.workdir, a.cairn_bench, jobs_against(sts, jobs), spec)
     for failure in failures:
         print(f"FAIL {failure}")
     print(f"store pods: {len(statefulsets) - len({f.split(':')[0] for f in failures})} of {len(statefulsets)} "

@@ -78,6 +78,10 @@ BAD = [
     ("unknown fsync class", {"spec": {"fsyncClass": "floppy"}}),
     ("bad storage size", {"spec": {"storage": {"size": "10"}}}),
     ("port out of range", {"spec": {"ports": {"resp": 70000}}}),
+    ("maxmemory not a quantity", {"spec": {"maxmemory": "1gb"}}),
+    ("maxmemory above 100%", {"spec": {"maxmemory": "150%"}}),
+    ("maxmemory as a number (unquoted 0)", {"spec": {"maxmemory": 0}}),
+    ("unknown maxmemory policy", {"spec": {"maxmemoryPolicy": "lru"}}),
 ]
 
 

@@ -196,9 +196,9 @@ PYEOF
 validate crds/yaml/kvstores.cairn.io.yaml
 validate crds/yaml/kvstorebenchmarks.cairn.io.yaml
 
-step "the pods' command lines start the real cairn (probes answer 200, PING answers PONG), the Jobs' run cairn-bench against them"
+step "the pods' command lines start the real cairn (probes answer 200, PING answers PONG, maxmemory as the spec asks), the Jobs' run cairn-bench against them"
 "$PY" e2e/k8s/run_store_pods.py --cairn "$CAIRN" --cairn-bench "$(dirname "$CAIRN")/cairn-bench" \
-  --rendered "$WORK/rendered.yaml" --workdir "$WORK/pods"
+  --rendered "$WORK/rendered.yaml" --workdir "$WORK/pods" --resources "$CHART"/examples/*.yaml e2e/k8s/variants.yaml
 
 step "example custom resources against the generated CRD schemas"
 "$PY" e2e/k8s/validate_crs.py crds/yaml "$CHART"/examples/*.yaml e2e/k8s/variants.yaml

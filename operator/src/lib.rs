@@ -5,6 +5,7 @@
 //! - [`store_contract`]: every name taken from the store image (binaries, flags, env, paths).
 //! - [`labels`]: names and labels of owned objects; the field manager.
 //! - [`sizing`]: the fsync-class table and the pure volume-sizing function.
+//! - [`maxmemory`]: `spec.maxmemory` (quantity or percentage of memory) resolved into bytes.
 //! - [`validate`]: spec checks beyond the CRD schema; resolves a spec for the builders.
 //! - [`builders`]: pure builders, one Kubernetes object per file.
 //! - [`reconcile`]: the two reconcilers (server-side apply → status subresource → Events), and
@@ -22,6 +23,7 @@ pub mod context;
 pub mod error;
 pub mod labels;
 pub mod leader;
+pub mod maxmemory;
 pub mod metrics;
 pub mod reconcile;
 pub mod render;

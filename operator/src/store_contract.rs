@@ -27,6 +27,14 @@ pub const FLAG_THREADS: &str = "--threads";
 pub const FLAG_CONFIG: &str = "--config";
 pub const FLAG_LOG_FORMAT: &str = "--log-format";
 pub const LOG_FORMAT_JSON: &str = "json";
+/// A CONFIG parameter set at start, as CONFIG SET would: `--param NAME=VALUE` (repeatable).
+pub const FLAG_PARAM: &str = "--param";
+/// The memory limit parameter, in bytes (`spec.maxmemory`).
+pub const PARAM_MAXMEMORY: &str = "maxmemory";
+/// The eviction policy parameter (`spec.maxmemoryPolicy`).
+pub const PARAM_MAXMEMORY_POLICY: &str = "maxmemory-policy";
+/// The config file's table of CONFIG parameters set at start (the flags' `--param` win over it).
+pub const CONFIG_PARAMS_TABLE: &str = "params";
 
 /// The server's TLS flags, or `None` if the server had no TLS. While it is `None`, a KVStore
 /// with `spec.tlsSecret` is an invalid spec (reported in its status): serving plaintext to a

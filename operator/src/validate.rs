@@ -6,6 +6,7 @@
 
 use cairn_crds::{parse_binary_bytes, KVStore};
 
+use crate::maxmemory::{maxmemory_bytes, params_in_config, MaxmemoryError};
 use crate::sizing::{plan_volume, SizingInput, VolumePlan};
 
 /// Longest store name: pods are `<name>-<ordinal>` and the StatefulSet adds a revision label.
@@ -21,6 +22,8 @@ pub struct InvalidSpec(pub String);
 pub struct Resolved {
     pub volume: VolumePlan,
     pub memory_bytes: u64,
+    /// The server's `maxmemory` in bytes (0: no limit), from `spec.maxmemory`.
+    pub maxmemory_bytes: u64,
 }
 
 /// Validates a store's spec and chooses its volume.
@@ -54,6 +57,18 @@ pub fn resolve(store: &KVStore) -> Result<Resolved, InvalidSpec> {
         problems.push("ports.resp, ports.native and ports.admin must differ".to_string());
     }
     let memory_bytes = parse_binary_bytes(&spec.memory).map_err(|e| problems.push(format!("memory: {e}"))).unwrap_or(0);
+    let maxmemory_bytes = match maxmemory_bytes(&spec.memory, &spec.maxmemory) {
+        Ok(bytes) => bytes,
+        // The memory's own problem is reported above.
+        Err(MaxmemoryError::Memory(_)) => 0,
+        Err(e) => {
+            problems.push(e.to_string());
+            0
+        }
+    };
+    if let Some(config) = &spec.config {
+        problems.extend(params_in_config(config));
+    }
     let requested = match &spec.storage.size {
         Some(size) => parse_binary_bytes(size).map(|bytes| Some((size.clone(), bytes))).unwrap_or_else(|e| {
             problems.push(format!("storage.size: {e}"));
@@ -79,7 +94,7 @@ pub fn resolve(store: &KVStore) -> Result<Resolved, InvalidSpec> {
         requested,
         storage_class: spec.storage.storage_class_name.clone(),
     });
-    Ok(Resolved { volume, memory_bytes })
+    Ok(Resolved { volume, memory_bytes, maxmemory_bytes })
 }
 
 #[cfg(test)]
@@ -117,6 +132,49 @@ mod tests {
         if let Err(InvalidSpec(message)) = result {
             assert!(message.contains("does not support TLS"), "{message}");
         }
+    }
+
+    #[test]
+    fn maxmemory_defaults_to_three_quarters_of_memory() {
+        let mut s = store("demo");
+        assert_eq!(resolve(&s).expect("valid").maxmemory_bytes, 3 << 28);
+        s.spec.memory = "4Gi".into();
+        s.spec.maxmemory = "3G".into();
+        assert_eq!(resolve(&s).expect("valid").maxmemory_bytes, 3_000_000_000);
+        s.spec.maxmemory = "0".into();
+        assert_eq!(resolve(&s).expect("valid").maxmemory_bytes, 0);
+    }
+
+    #[test]
+    fn a_bad_maxmemory_is_rejected() {
+        for (maxmemory, needle) in [
+            ("lots", "is not a quantity"),
+            ("150%", "between 1% and 100%"),
+            ("0%", "between 1% and 100%"),
+            ("2Gi", "above memory 1Gi"),
+            ("1.1G", "above memory 1Gi"),
+        ] {
+            let mut s = store("demo");
+            s.spec.maxmemory = maxmemory.into();
+            let err = resolve(&s).expect_err(maxmemory).0;
+            assert!(err.contains(needle) && err.starts_with("maxmemory: "), "{maxmemory}: {err}");
+        }
+        // A bad memory is reported once, as memory's problem.
+        let mut s = store("demo");
+        s.spec.memory = "lots".into();
+        let err = resolve(&s).expect_err("invalid").0;
+        assert!(err.starts_with("memory: ") && !err.contains("maxmemory"), "{err}");
+    }
+
+    #[test]
+    fn the_config_must_leave_maxmemory_to_the_spec() {
+        let mut s = store("demo");
+        s.spec.config = Some("maxclients = 100\n[params]\nhz = 20\n".into());
+        assert!(resolve(&s).is_ok());
+        s.spec.config = Some("[params]\nmaxmemory = \"1gb\"\nmaxmemory-policy = \"allkeys-lru\"\n".into());
+        let err = resolve(&s).expect_err("invalid").0;
+        assert!(err.contains("sets maxmemory") && err.contains("use spec.maxmemory instead"), "{err}");
+        assert!(err.contains("sets maxmemory-policy") && err.contains("use spec.maxmemoryPolicy instead"), "{err}");
     }
 
     #[test]

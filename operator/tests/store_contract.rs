@@ -75,6 +75,30 @@ fn server_config(store: &KVStore, dir: &Path) -> cairn_server::Config {
     cairn_server::Config::resolve(args).unwrap_or_else(|e| panic!("cairn rejects the configuration {argv:?}: {e}"))
 }
 
+/// The CONFIG parameters the configuration sets at start, checked and normalized as the server
+/// does before it serves (CONFIG SET's checks: known, mutable, a valid value), as `name=value`.
+fn start_params(config: &cairn_server::Config) -> Vec<String> {
+    let runtime = cairn_server::config_params::RuntimeConfig::new(config);
+    let pairs = config.params.iter().map(|(n, v)| (n.as_str(), v.as_str()));
+    cairn_server::config_params::validate_changes(&runtime, pairs)
+        .unwrap_or_else(|e| panic!("cairn refuses the parameters {:?}: {e}", config.params))
+        .into_iter()
+        .map(|(name, value)| format!("{name}={value}"))
+        .collect()
+}
+
+/// `maxmemory` and `maxmemory-policy` as the server gets them for `store` (no maxmemory: 0).
+fn expected_memory_params(store: &KVStore) -> Vec<String> {
+    let bytes = cairn_operator::maxmemory::maxmemory_bytes(&store.spec.memory, &store.spec.maxmemory)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut want = Vec::new();
+    if bytes > 0 {
+        want.push(format!("{}={bytes}", sc::PARAM_MAXMEMORY));
+    }
+    want.push(format!("{}={}", sc::PARAM_MAXMEMORY_POLICY, store.spec.maxmemory_policy.as_str()));
+    want
+}
+
 #[test]
 fn the_server_accepts_the_statefulset_arguments_of_every_example() {
     let dir = scratch("examples");
@@ -98,7 +122,43 @@ fn the_server_accepts_the_statefulset_arguments_of_every_example() {
         // The kubelet probes the admin port from outside the pod.
         assert_eq!(config.admin_bind, sc::BIND_ALL);
         assert_eq!(config.data_dir, PathBuf::from(sc::DATA_DIR));
+        // maxmemory and its policy reach the server as CONFIG parameters it accepts.
+        let params = start_params(&config);
+        for want in expected_memory_params(&store) {
+            assert!(params.contains(&want), "{:?}: {want} not in {params:?}", store.metadata.name);
+        }
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_server_accepts_every_maxmemory_and_policy() {
+    let dir = scratch("maxmemory");
+    let base = with_namespace(examples::<KVStore>("KVStore").remove(0));
+    let policies = cairn_crds::MaxmemoryPolicy::ALL;
+    let sizes = [("1Gi", "75%"), ("2Gi", "1500Mi"), ("1Gi", "1G"), ("4Gi", "0.5Gi"), ("1Gi", "0"), ("16Gi", "100%")];
+    for (i, policy) in policies.into_iter().enumerate() {
+        let (memory, maxmemory) = sizes[i % sizes.len()];
+        let mut store = base.clone();
+        store.spec.memory = memory.into();
+        store.spec.maxmemory = maxmemory.into();
+        store.spec.maxmemory_policy = policy;
+        resolve(&store).unwrap_or_else(|e| panic!("{memory}/{maxmemory}/{policy} is valid: {e}"));
+        let params = start_params(&server_config(&store, &dir));
+        let memory_params: Vec<String> = params.into_iter().filter(|p| p.starts_with("maxmemory")).collect();
+        assert_eq!(memory_params, expected_memory_params(&store), "{memory}/{maxmemory}/{policy}");
+    }
+    // The store contract's parameter names are the server's, and its [params] table is the one
+    // the operator checks spec.config for.
+    for name in [sc::PARAM_MAXMEMORY, sc::PARAM_MAXMEMORY_POLICY] {
+        assert!(cairn_server::config_params::find(name).is_some_and(|p| p.name == name), "{name}");
+    }
+    let file = dir.join("params.toml");
+    std::fs::write(&file, format!("[{}]\nhz = 20\n", sc::CONFIG_PARAMS_TABLE)).unwrap_or_else(|e| panic!("{e}"));
+    let args = cairn_server::Args::try_parse_from(["cairn", "--config", &file.display().to_string()])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let config = cairn_server::Config::resolve(args).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(start_params(&config), ["hz=20"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -27,7 +27,8 @@ pub const CONTAINER: &str = "cairn";
 
 /// The server's command line. Every flag comes from [`crate::store_contract`]; a feature the
 /// server lacks (TLS) has no flag there and is left out, since an unknown flag makes `cairn` exit
-/// at start.
+/// at start. `maxmemory` and `maxmemory-policy` follow as `--param NAME=VALUE`
+/// ([`crate::maxmemory::server_params`]).
 pub fn args(store: &KVStore) -> Vec<String> {
     let spec = &store.spec;
     let mut args: Vec<String> = vec![sc::FLAG_BIND.into(), sc::BIND_ALL.into()];
@@ -46,6 +47,9 @@ pub fn args(store: &KVStore) -> Vec<String> {
         sc::FLAG_LOG_FORMAT.into(),
         sc::LOG_FORMAT_JSON.into(),
     ]);
+    for (name, value) in crate::maxmemory::server_params(spec) {
+        args.extend([sc::FLAG_PARAM.into(), format!("{name}={value}")]);
+    }
     args
 }
 
@@ -318,6 +322,26 @@ mod tests {
         assert_eq!(flag(&args, "--data-dir"), Some("/data"));
         assert_eq!(flag(&args, "--config"), Some("/etc/cairn/cairn.toml"));
         assert_eq!(flag(&args, "--log-format"), Some("json"));
+    }
+
+    #[test]
+    fn maxmemory_and_its_policy_are_passed_as_params() {
+        let params = |s: &KVStore| {
+            let args = built(s).1.args.expect("args");
+            args.iter()
+                .enumerate()
+                .filter(|(_, a)| *a == "--param")
+                .map(|(i, _)| args[i + 1].clone())
+                .collect::<Vec<_>>()
+        };
+        let mut s = store("demo");
+        s.spec.memory = "2Gi".into();
+        assert_eq!(params(&s), ["maxmemory=1610612736", "maxmemory-policy=noeviction"]);
+        s.spec.maxmemory = "1500Mi".into();
+        s.spec.maxmemory_policy = cairn_crds::MaxmemoryPolicy::VolatileTtl;
+        assert_eq!(params(&s), ["maxmemory=1572864000", "maxmemory-policy=volatile-ttl"]);
+        s.spec.maxmemory = "0".into();
+        assert_eq!(params(&s), ["maxmemory-policy=volatile-ttl"]);
     }
 
     #[test]

@@ -1,0 +1,205 @@
+//! The server's memory limit: `spec.maxmemory` (a Kubernetes quantity, a percentage of
+//! `spec.memory`, or `"0"`) resolved into the bytes passed as `--param maxmemory=<bytes>`, with
+//! `spec.maxmemoryPolicy` as `--param maxmemory-policy=<policy>`.
+//!
+//! The pod's memory limit (`spec.memory`, requests = limits) is where the kubelet OOM-kills the
+//! server; `maxmemory` is where the server itself starts evicting or refusing writes (`-OOM`).
+//! It must sit below the limit because it counts only what the dataset allocates: allocator
+//! fragmentation, client and WAL buffers, Lua, thread stacks and the binary come on top. Hence
+//! the default, [`cairn_crds::kvstore::DEFAULT_MAXMEMORY`] (75 %).
+
+use cairn_crds::{parse_binary_bytes, KVStoreSpec};
+
+use crate::store_contract as sc;
+
+/// Why `spec.maxmemory` (with `spec.memory`) cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MaxmemoryError {
+    #[error("maxmemory: {0:?} is not a quantity (800Mi, 1G, 1.5Gi), a percentage of memory (75%) or \"0\" (no limit)")]
+    Unparsable(String),
+    #[error("maxmemory: {0:?}: a percentage of memory must be between 1% and 100% (\"0\" for no limit)")]
+    Percent(String),
+    #[error("maxmemory: {maxmemory} ({bytes} bytes) is above memory {memory} ({memory_bytes} bytes), the pod's limit")]
+    AboveMemory { maxmemory: String, bytes: u64, memory: String, memory_bytes: u64 },
+    #[error("maxmemory: memory {0:?} is not a size like 512Mi or 2Gi")]
+    Memory(String),
+}
+
+/// Bytes of a Kubernetes quantity without an exponent: `800Mi`, `1G`, `1.5Gi`, `0`, `1000000`
+/// (binary suffixes `Ki`..`Ei`, decimal `k`..`E`), a fraction rounded up to a whole byte as
+/// Kubernetes does.
+pub fn parse_quantity_bytes(text: &str) -> Option<u64> {
+    const SUFFIXES: [(&str, u128); 12] = [
+        ("Ki", 1 << 10),
+        ("Mi", 1 << 20),
+        ("Gi", 1 << 30),
+        ("Ti", 1 << 40),
+        ("Pi", 1 << 50),
+        ("Ei", 1 << 60),
+        ("k", 1_000),
+        ("M", 1_000_000),
+        ("G", 1_000_000_000),
+        ("T", 1_000_000_000_000),
+        ("P", 1_000_000_000_000_000),
+        ("E", 1_000_000_000_000_000_000),
+    ];
+    let (number, multiplier) =
+        SUFFIXES.iter().find_map(|(suffix, m)| text.strip_suffix(suffix).map(|n| (n, *m))).unwrap_or((text, 1));
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    let digits = |s: &str, max: usize| !s.is_empty() && s.len() <= max && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(whole, 15) || (number.contains('.') && !digits(fraction, 9)) {
+        return None;
+    }
+    let scale = 10u128.pow(u32::try_from(fraction.len()).ok()?);
+    let mantissa: u128 = format!("{whole}{fraction}").parse().ok()?;
+    u64::try_from((mantissa * multiplier).div_ceil(scale)).ok()
+}
+
+/// The `maxmemory` in bytes for a pod of `memory` (0: no limit).
+pub fn maxmemory_bytes(memory: &str, maxmemory: &str) -> Result<u64, MaxmemoryError> {
+    let memory_bytes = parse_binary_bytes(memory).map_err(|_| MaxmemoryError::Memory(memory.to_string()))?;
+    let bytes = match maxmemory.strip_suffix('%') {
+        Some(percent) => {
+            if percent.is_empty() || percent.len() > 3 || !percent.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(MaxmemoryError::Unparsable(maxmemory.to_string()));
+            }
+            let percent: u64 = percent.parse().map_err(|_| MaxmemoryError::Unparsable(maxmemory.to_string()))?;
+            if !(1..=100).contains(&percent) {
+                return Err(MaxmemoryError::Percent(maxmemory.to_string()));
+            }
+            memory_bytes / 100 * percent + memory_bytes % 100 * percent / 100
+        }
+        None => parse_quantity_bytes(maxmemory).ok_or_else(|| MaxmemoryError::Unparsable(maxmemory.to_string()))?,
+    };
+    if bytes > memory_bytes {
+        return Err(MaxmemoryError::AboveMemory {
+            maxmemory: maxmemory.to_string(),
+            bytes,
+            memory: memory.to_string(),
+            memory_bytes,
+        });
+    }
+    Ok(bytes)
+}
+
+/// The CONFIG parameters the operator sets from the spec, as `(name, value)` for `--param`:
+/// `maxmemory` (left out when 0, the server's default: no limit) and `maxmemory-policy`. A spec
+/// whose maxmemory is invalid gets no maxmemory here; [`crate::validate::resolve`] refuses it
+/// before anything is built.
+pub fn server_params(spec: &KVStoreSpec) -> Vec<(&'static str, String)> {
+    let mut params = Vec::new();
+    if let Ok(bytes @ 1..) = maxmemory_bytes(&spec.memory, &spec.maxmemory) {
+        params.push((sc::PARAM_MAXMEMORY, bytes.to_string()));
+    }
+    params.push((sc::PARAM_MAXMEMORY_POLICY, spec.maxmemory_policy.as_str().to_string()));
+    params
+}
+
+/// The parameters the operator owns that `spec.config` also sets in its `[params]` table (as
+/// the server reads it: names case-insensitive); each is a problem to report, since the
+/// command line's `--param` would silently win over the file. A config that is not TOML is
+/// the server's to refuse (it exits naming the error), not this check's.
+pub fn params_in_config(config: &str) -> Vec<String> {
+    let Ok(table) = config.parse::<toml::Table>() else {
+        return Vec::new();
+    };
+    let Some(params) = table.get(sc::CONFIG_PARAMS_TABLE).and_then(toml::Value::as_table) else {
+        return Vec::new();
+    };
+    let owned = [(sc::PARAM_MAXMEMORY, "spec.maxmemory"), (sc::PARAM_MAXMEMORY_POLICY, "spec.maxmemoryPolicy")];
+    let mut problems = Vec::new();
+    for name in params.keys() {
+        if let Some((param, field)) = owned.iter().find(|(param, _)| name.eq_ignore_ascii_case(param)) {
+            problems.push(format!(
+                "config: [{}] sets {param}, which the operator sets from {field}: use {field} instead",
+                sc::CONFIG_PARAMS_TABLE
+            ));
+        }
+    }
+    problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cairn_crds::MaxmemoryPolicy;
+
+    const MIB: u64 = 1 << 20;
+    const GIB: u64 = 1 << 30;
+
+    #[test]
+    fn quantities_in_binary_and_decimal_units() {
+        for (text, bytes) in [
+            ("0", 0),
+            ("1000000", 1_000_000),
+            ("800Mi", 800 * MIB),
+            ("1Gi", GIB),
+            ("1.5Gi", 3 * GIB / 2),
+            ("1G", 1_000_000_000),
+            ("512k", 512_000),
+            ("64Ki", 65_536),
+            ("2T", 2_000_000_000_000),
+            ("0.5", 1),
+            ("1.0001k", 1001),
+            ("7Ei", 7 << 60),
+        ] {
+            assert_eq!(parse_quantity_bytes(text), Some(bytes), "{text}");
+        }
+        for bad in
+            ["", "Mi", "1.5.Gi", ".5Gi", "1.Gi", "-1Gi", "1e9", "1gb", "1 Gi", "1GiB", "16Ei", "1234567890123456"]
+        {
+            assert_eq!(parse_quantity_bytes(bad), None, "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn a_percentage_is_of_memory() {
+        assert_eq!(maxmemory_bytes("1Gi", "75%"), Ok(GIB / 4 * 3));
+        assert_eq!(maxmemory_bytes("512Mi", "75%"), Ok(384 * MIB));
+        assert_eq!(maxmemory_bytes("16Gi", "100%"), Ok(16 * GIB));
+        assert_eq!(maxmemory_bytes("1Mi", "1%"), Ok(MIB / 100));
+        // No overflow at the largest memory the schema takes.
+        assert_eq!(maxmemory_bytes("999999999Ti", "100%"), Ok(999_999_999u64 << 40));
+        for bad in ["0%", "101%", "%", "7.5%", "-5%", "1000%"] {
+            assert!(maxmemory_bytes("1Gi", bad).is_err(), "{bad} accepted");
+        }
+        assert!(matches!(maxmemory_bytes("1Gi", "101%"), Err(MaxmemoryError::Percent(_))));
+    }
+
+    #[test]
+    fn a_quantity_must_fit_in_memory() {
+        assert_eq!(maxmemory_bytes("1Gi", "800Mi"), Ok(800 * MIB));
+        assert_eq!(maxmemory_bytes("1Gi", "1Gi"), Ok(GIB));
+        assert_eq!(maxmemory_bytes("1Gi", "1G"), Ok(1_000_000_000));
+        assert_eq!(maxmemory_bytes("1Gi", "0"), Ok(0));
+        let err = maxmemory_bytes("1Gi", "1025Mi").expect_err("above memory");
+        assert!(matches!(err, MaxmemoryError::AboveMemory { bytes, .. } if bytes == 1025 * MIB), "{err}");
+        assert!(err.to_string().contains("above memory 1Gi"), "{err}");
+        assert_eq!(maxmemory_bytes("1Gi", "lots"), Err(MaxmemoryError::Unparsable("lots".into())));
+        assert_eq!(maxmemory_bytes("lots", "75%"), Err(MaxmemoryError::Memory("lots".into())));
+    }
+
+    #[test]
+    fn params_are_the_bytes_and_the_policy() {
+        let mut spec = crate::testdata::store("demo").spec;
+        assert_eq!(
+            server_params(&spec),
+            vec![("maxmemory", (GIB / 4 * 3).to_string()), ("maxmemory-policy", "noeviction".to_string())]
+        );
+        spec.maxmemory = "0".into();
+        spec.maxmemory_policy = MaxmemoryPolicy::AllkeysLru;
+        assert_eq!(server_params(&spec), vec![("maxmemory-policy", "allkeys-lru".to_string())]);
+    }
+
+    #[test]
+    fn the_config_must_not_set_what_the_spec_sets() {
+        assert!(params_in_config("maxclients = 10\n[params]\nhz = 20\n").is_empty());
+        assert!(params_in_config("maxmemory = 1\n").is_empty(), "only the [params] table counts");
+        assert!(params_in_config("not toml [").is_empty());
+        let problems = params_in_config("[params]\nMaxMemory = \"1gb\"\nmaxmemory-policy = \"allkeys-lru\"\n");
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[0].contains("use spec.maxmemory instead"), "{problems:?}");
+        assert!(problems[1].contains("use spec.maxmemoryPolicy instead"), "{problems:?}");
+        assert_eq!(params_in_config("params = { maxmemory = \"1gb\" }\n").len(), 1);
+    }
+}
