@@ -41,7 +41,12 @@ fn server_families(s: &Scrape, f: &mut Families<'_>) -> fmt::Result {
         None,
         &refused,
     )?;
-    f.gauge("cairn_memory_used", "Resident set size of the process.", Some(Unit::Bytes), s.memory_used_bytes)?;
+    f.gauge(
+        "cairn_memory_used",
+        "Bytes allocated and not freed, as INFO used_memory and maxmemory count them.",
+        Some(Unit::Bytes),
+        s.memory_used_bytes,
+    )?;
     f.gauge("cairn_memory_max", "The maxmemory setting (0: no limit).", Some(Unit::Bytes), s.memory_max_bytes)?;
     let t = &s.totals;
     f.counter("cairn_net_input", "Bytes read from clients.", Some(Unit::Bytes), t.net_input_bytes)?;
