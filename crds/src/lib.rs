@@ -31,7 +31,7 @@ pub use kvstore::{
     PullPolicy, Scheduling, ServiceSpec, ServiceType, StorageSpec, TlsClientAuth, TlsSecretRef, VolumeStatus,
 };
 pub use maxmemory_policy::MaxmemoryPolicy;
-pub use quantity::{parse_binary_bytes, QuantityError};
+pub use quantity::{parse_binary_bytes, parse_quantity_bytes, QuantityError};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;

@@ -35,6 +35,7 @@ import urllib.request
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 import ports  # noqa: E402  (e2e/lib/ports.py: ports below the ephemeral range)
+from certs import make_pki  # noqa: E402  (e2e/lib/certs.py: a CA, server and client certificates)
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "dashboards"))
 import alerts as alert_rules  # noqa: E402  (dashboards/alerts.py: the alert definitions)
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -70,15 +71,9 @@ def wait_for(what: str, check, timeout: float = 30.0):
 
 
 def start_cairn(binary: str, work: Path) -> tuple[subprocess.Popen, int, str, int]:
-    """Cairn with plaintext RESP, the admin port and a TLS port (a self-signed certificate valid
-    for 90 days, so no certificate alert fires); returns the process, RESP port, admin address
-    and TLS port."""
-    tls = work / "tls"
-    tls.mkdir()
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                    "-keyout", str(tls / "tls.key"), "-out", str(tls / "tls.crt"), "-days", "90",
-                    "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
-                   check=True, capture_output=True)
+    """Cairn with plaintext RESP, the admin port and a TLS port (a certificate valid for 90 days,
+    so no certificate alert fires); returns the process, RESP port, admin address and TLS port."""
+    tls = Path(make_pki(str(work / "tls"), days=90))
     log = open(work / "cairn.log", "w")
     proc = subprocess.Popen(
         [binary, "--port", "0", "--admin-port", "0", "--native-port", "0", "--bind", HOST, "--data-dir", str(work / "data"),
@@ -169,18 +164,12 @@ def evaluate_all(base: str) -> int:
     count = 0
     for where, expr in dashboard_queries():
         count += 1
-        query = substitute(expr)
-        url = f"{base}/api/v1/query?" + urllib.parse.urlencode({"query": query})
-        try:
-            reply = json.loads(http_get(url))
-        except urllib.error.HTTPError as e:
-            failures.append(f"{where}: {query}: HTTP {e.code}: {e.read().decode()}")
-            continue
-        result = reply.get("data", {}).get("result", [])
-        if reply.get("status") != "success":
-            failures.append(f"{where}: {query}: {reply}")
+        expr = substitute(expr)
+        result, error = instant_query(base, expr)
+        if error:
+            failures.append(f"{where}: {expr}: {error}")
         elif not result:
-            failures.append(f"{where}: {query}: empty result")
+            failures.append(f"{where}: {expr}: empty result")
     for failure in failures:
         print(f"FAIL {failure}")
     if failures:
@@ -201,16 +190,24 @@ def check_rules_offline(work: Path):
     alert_tests.run(work)
 
 
-def query(base: str, expr: str) -> list:
-    """The instant-query result of `expr`; exits on an error."""
+def instant_query(base: str, expr: str) -> tuple[list, str | None]:
+    """Prometheus's instant-query result of `expr`, or why there is none."""
     url = f"{base}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
     try:
         reply = json.loads(http_get(url))
     except urllib.error.HTTPError as e:
-        sys.exit(f"FAIL: {expr}: HTTP {e.code}: {e.read().decode()}")
+        return [], f"HTTP {e.code}: {e.read().decode()}"
     if reply.get("status") != "success":
-        sys.exit(f"FAIL: {expr}: {reply}")
-    return reply["data"]["result"]
+        return [], str(reply)
+    return reply.get("data", {}).get("result", []), None
+
+
+def query(base: str, expr: str) -> list:
+    """The instant-query result of `expr`; exits on an error."""
+    result, error = instant_query(base, expr)
+    if error:
+        sys.exit(f"FAIL: {expr}: {error}")
+    return result
 
 
 def firing(base: str) -> dict[str, list]:
