@@ -249,6 +249,10 @@ def run_pod(cairn, sts, config_maps, workdir, bench=None, jobs=(), store_spec=No
         ping_port = free_port()
         replace_flag(args, "--tls-port", str(ping_port))
     replace_flag(args, "--data-dir", data_dir)
+    # The pod's /dev/termination-log: where the server leaves the error that stops it.
+    message_file = os.path.join(workdir, name, "termination-log")
+    if "--termination-message-path" in args:
+        replace_flag(args, "--termination-message-path", message_file)
     replace_flag(args, "--config", config_file)
 
     env, password = container_env(container)
@@ -272,7 +276,8 @@ def run_pod(cairn, sts, config_maps, workdir, bench=None, jobs=(), store_spec=No
                         del pending[kind]
                 time.sleep(0.2)
             if proc.poll() is not None:
-                failures.append(f"{name}: cairn exited with {proc.returncode} at start")
+                left = open(message_file).read() if os.path.exists(message_file) else "(none)"
+                failures.append(f"{name}: cairn exited with {proc.returncode} at start; termination message: {left}")
             for kind, path in pending.items():
                 failures.append(f"{name}: {kind} {path} never answered 200")
             if not failures:

@@ -9,7 +9,8 @@
 //! - [`validate`]: spec checks beyond the CRD schema; resolves a spec for the builders.
 //! - [`builders`]: pure builders, one Kubernetes object per file.
 //! - [`reconcile`]: the two reconcilers (server-side apply → status subresource → Events), and
-//!   the per-object decoding of the untyped watches (`reconcile::decode`).
+//!   the per-object decoding of the untyped watches (`reconcile::decode`), and why a store's
+//!   pods do not run (`reconcile::pods`).
 //! - [`conditions`]: Ready / Progressing / Degraded bookkeeping.
 //! - [`context`]: client, event recorder, metrics and the error policy's backoff.
 //! - [`metrics`]: Prometheus metrics and the `/metrics` endpoint.

@@ -27,6 +27,9 @@ pub const FLAG_THREADS: &str = "--threads";
 pub const FLAG_CONFIG: &str = "--config";
 pub const FLAG_LOG_FORMAT: &str = "--log-format";
 pub const LOG_FORMAT_JSON: &str = "json";
+/// Where the server also writes the error that stops it: the pod's termination message
+/// ([`TERMINATION_MESSAGE_PATH`]), which the operator quotes in the store's status.
+pub const FLAG_TERMINATION_MESSAGE_PATH: &str = "--termination-message-path";
 /// A CONFIG parameter set at start, as CONFIG SET would: `--param NAME=VALUE` (repeatable).
 pub const FLAG_PARAM: &str = "--param";
 /// The memory limit parameter, in bytes (`spec.maxmemory`).
@@ -138,7 +141,8 @@ pub const BENCH_TLS_FLAGS: BenchTlsFlags = BenchTlsFlags {
 };
 /// Environment variable the driver reads the AUTH password from.
 pub const BENCH_ENV_PASSWORD: &str = "CAIRN_BENCH_PASSWORD";
-/// Where the driver writes its summary: the pod's termination message.
+/// The container's termination message file: where the driver writes its summary, and where
+/// the server writes the error that stops it.
 pub const TERMINATION_MESSAGE_PATH: &str = "/dev/termination-log";
 /// Kubernetes caps termination messages at 4096 bytes; the driver keeps its summary under it.
 pub const SUMMARY_MAX_BYTES: usize = 4096;

@@ -43,6 +43,8 @@ struct World {
     termination_message: Option<String>,
     /// The API server fails applies of the StatefulSet (500).
     fail_statefulset: bool,
+    /// A store pod the pod list returns (with its status).
+    store_pod: Option<Value>,
 }
 
 fn respond(status: u16, body: &Value) -> Response<Body> {
@@ -131,6 +133,10 @@ fn answer(world: &World, call: &Call) -> (u16, Value) {
             Some(store) => (200, store.clone()),
             None => (404, not_found("kvstore")),
         },
+        "GET" if segments.contains(&"pods") && call.query.contains("app.kubernetes.io") => {
+            let items: Vec<Value> = world.store_pod.iter().cloned().collect();
+            (200, json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": items}))
+        }
         "GET" if segments.contains(&"pods") => {
             let items: Vec<Value> = world
                 .termination_message
@@ -263,6 +269,45 @@ async fn create_applies_every_object_and_reports_progress() {
     let status_at = calls.iter().position(|c| c.path.ends_with("/kvstores/demo/status"));
     assert!(last_apply < status_at);
     assert_eq!(events(&calls), vec![("Normal".to_string(), "Created".to_string())]);
+}
+
+#[tokio::test]
+async fn a_crash_looping_server_is_reported_with_its_exit_message() {
+    let message = "invalid configuration: invalid config file /etc/cairn/cairn.toml: unknown field `maxclient`";
+    let pod = json!({"metadata": {"name": "demo-0"}, "status": {"containerStatuses": [{
+        "name": "cairn", "ready": false, "restartCount": 4, "image": "cairn:0.1.0", "imageID": "",
+        "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 1m20s"}},
+        "lastState": {"terminated": {"exitCode": 1, "reason": "Error", "message": message}}}]}});
+    let pod_json = pod.clone();
+    let world = World { store_pod: Some(pod), ..World::default() };
+    let store_obj = kvstore(json!({}), None, 1);
+    let (action, calls) = with_api(world, |ctx| store::reconcile(Arc::new(store_obj), ctx)).await;
+    assert_eq!(action.expect("reconcile"), Action::requeue(store::REQUEUE_PROGRESSING));
+
+    // The server is told where to leave its error; the pods are listed by the store's labels.
+    let sts = &find(&calls, "PATCH", "/statefulsets/demo").expect("sts").body;
+    let args = &sts["spec"]["template"]["spec"]["containers"][0]["args"];
+    let args: Vec<&str> = args.as_array().expect("args").iter().filter_map(Value::as_str).collect();
+    assert!(args.windows(2).any(|w| w == ["--termination-message-path", "/dev/termination-log"]), "{args:?}");
+    let list = find(&calls, "GET", "/namespaces/default/pods").expect("pods listed");
+    assert!(list.query.contains("app.kubernetes.io%2Finstance%3Ddemo"), "{}", list.query);
+
+    let status = &find(&calls, "PATCH", "/kvstores/demo/status").expect("status").body["status"];
+    let degraded = condition(status, "Degraded");
+    assert_eq!(degraded["status"], "True");
+    assert_eq!(degraded["reason"], "CrashLoopBackOff");
+    assert_eq!(
+        degraded["message"],
+        format!("pod demo-0: the server keeps exiting (4 restarts); last exit code 1: {message}")
+    );
+    assert_eq!(condition(status, "Ready")["status"], "False");
+    assert!(events(&calls).contains(&("Warning".to_string(), "CrashLoopBackOff".to_string())), "{:?}", events(&calls));
+
+    // Reported once: the next reconcile, with the same trouble in the status, publishes no Event.
+    let again = kvstore(json!({}), Some(status.clone()), 1);
+    let world = World { store_pod: Some(pod_json), ..World::default() };
+    let (_, calls) = with_api(world, |ctx| store::reconcile(Arc::new(again), ctx)).await;
+    assert!(!events(&calls).iter().any(|(_, reason)| reason == "CrashLoopBackOff"), "{:?}", events(&calls));
 }
 
 #[tokio::test]

@@ -46,6 +46,8 @@ pub fn args(store: &KVStore) -> Vec<String> {
         format!("{}/{}", sc::CONFIG_DIR, sc::CONFIG_FILE_NAME),
         sc::FLAG_LOG_FORMAT.into(),
         sc::LOG_FORMAT_JSON.into(),
+        sc::FLAG_TERMINATION_MESSAGE_PATH.into(),
+        sc::TERMINATION_MESSAGE_PATH.into(),
     ]);
     for (name, value) in crate::maxmemory::server_params(spec) {
         args.extend([sc::FLAG_PARAM.into(), format!("{name}={value}")]);

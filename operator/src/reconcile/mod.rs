@@ -4,6 +4,7 @@
 
 pub mod benchmark;
 pub mod decode;
+pub mod pods;
 pub mod store;
 pub mod summary;
 

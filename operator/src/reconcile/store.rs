@@ -8,21 +8,22 @@ use std::time::{Duration, Instant};
 use cairn_crds::{parse_binary_bytes, Endpoints, KVStore, KVStoreStatus, VolumeStatus};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{
-    ConfigMap, PersistentVolumeClaim, PersistentVolumeClaimSpec, Service, VolumeResourceRequirements,
+    ConfigMap, PersistentVolumeClaim, PersistentVolumeClaimSpec, Pod, Service, VolumeResourceRequirements,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::DeleteParams;
+use kube::api::{DeleteParams, ListParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType};
 use kube::{Api, ResourceExt};
 
+use super::pods::PodTrouble;
 use super::{apply, apply_status};
 use crate::builders;
 use crate::conditions::{self, is_true, Want, DEGRADED, PROGRESSING, READY};
 use crate::context::{key, Context};
-use crate::labels::{client_service_name, service_dns, DATA_VOLUME};
+use crate::labels::{client_service_name, selector_labels, service_dns, DATA_VOLUME};
 use crate::sizing::VolumePlan;
 use crate::validate::{resolve, InvalidSpec};
 use crate::Error;
@@ -184,6 +185,17 @@ async fn reconcile_inner(store: &KVStore, ctx: &Context) -> Result<Action, Error
         sts_status.observed_generation >= sts.metadata.generation && sts_status.updated_replicas.unwrap_or(0) >= wanted;
     let is_ready = ready >= wanted;
     let progressing = !is_ready || !rolled;
+    // Pods are looked at only while the store is not settled: then they say why.
+    let trouble = if progressing { pod_trouble(ctx, &namespace, &name).await? } else { None };
+    let degraded = match &trouble {
+        Some(t) => Want { type_: DEGRADED, status: true, reason: t.reason, message: t.message.clone() },
+        None => Want {
+            type_: DEGRADED,
+            status: false,
+            reason: "AsExpected",
+            message: "the spec is valid and applied".into(),
+        },
+    };
     let wants = [
         Want {
             type_: READY,
@@ -201,7 +213,7 @@ async fn reconcile_inner(store: &KVStore, ctx: &Context) -> Result<Action, Error
                 format!("StatefulSet {name} is up to date")
             },
         },
-        Want { type_: DEGRADED, status: false, reason: "AsExpected", message: "the spec is valid and applied".into() },
+        degraded,
     ];
     let svc = service_dns(&client_service_name(&name), &namespace);
     let ports = &store.spec.ports;
@@ -231,6 +243,12 @@ async fn reconcile_inner(store: &KVStore, ctx: &Context) -> Result<Action, Error
     }
     if is_ready && !is_true(&previous.conditions, READY) {
         ctx.event(store, normal("Ready", "Rollout", format!("{ready}/{wanted} pods ready"))).await;
+    }
+    if let Some(t) = &trouble {
+        let reported = previous.conditions.iter().any(|c| c.type_ == DEGRADED && c.message == t.message);
+        if !reported {
+            ctx.event(store, warning(t.reason, "Run", t.message.clone())).await;
+        }
     }
     if let Some(shortfall) = &volume.shortfall {
         let old_reason = previous.volume.as_ref().map(|v| v.reason.as_str());
@@ -273,6 +291,14 @@ async fn report_invalid(
         ctx.event(store, warning("InvalidSpec", "Validate", message)).await;
     }
     Ok(Action::await_change())
+}
+
+/// The first trouble among the store's pods (see [`super::pods`]).
+async fn pod_trouble(ctx: &Context, namespace: &str, name: &str) -> Result<Option<PodTrouble>, Error> {
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
+    let selector = selector_labels(name).iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",");
+    let listed = pods.list(&ListParams::default().labels(&selector)).await?;
+    Ok(super::pods::trouble(&listed.items))
 }
 
 /// Grows the existing data claims (`data-<store>-<ordinal>`) that ask for less than `size`.

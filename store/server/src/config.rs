@@ -121,6 +121,13 @@ pub struct Args {
     /// Log filter (tracing `EnvFilter` syntax, e.g. `info` or `cairn_server=debug`).
     #[arg(long, env = "CAIRN_LOG_LEVEL")]
     pub log_level: Option<String>,
+    /// On a fatal error (an invalid configuration, a start that fails), also
+    /// write the error to this file, e.g. Kubernetes' `/dev/termination-log`,
+    /// where it becomes the container's termination message. Flag or
+    /// environment only (the file may be what failed).
+    #[arg(long, env = "CAIRN_TERMINATION_MESSAGE_PATH")]
+    #[serde(skip)]
+    pub termination_message_path: Option<PathBuf>,
     /// When a write is acknowledged: none (no log), async (before fsync; fsync
     /// continuously), everysec (fsync once a second), sync (after the fdatasync
     /// that covers it).

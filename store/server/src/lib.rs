@@ -6,6 +6,7 @@
 //! - [`config`]: flags, `CAIRN_*` environment variables and the TOML file,
 //!   resolved into [`Config`]; [`config_params`]: what CONFIG GET/SET see;
 //!   [`startup_params`]: CONFIG parameters set at start (`--param`, `[params]`).
+//!   [`termination_message`]: where a fatal error is also written (`--termination-message-path`).
 //! - [`cpus`]: CPU lists and the affinity mask (one worker per allowed CPU);
 //!   [`rebalance`]: moving connections between workers as the load needs;
 //!   [`cpu_quota`]: the cgroup's CPU limit (spinning is off under one).
@@ -93,6 +94,7 @@ pub mod shutdown;
 pub mod slowlog;
 pub mod startup_params;
 pub mod stats;
+pub mod termination_message;
 pub mod tls;
 pub mod tracking;
 pub mod used_memory;

@@ -14,7 +14,34 @@ fn main() -> anyhow::Result<()> {
     if std::env::args().nth(1).as_deref() == Some("check") {
         return check(CheckArgs::parse_from(std::env::args().skip(1)));
     }
-    let config = Config::resolve(Args::parse()).context("invalid configuration")?;
+    let args = Args::parse();
+    let message_path = args.termination_message_path.clone();
+    let result = serve(args);
+    if let (Err(error), Some(path)) = (&result, &message_path) {
+        if let Err(e) = cairn_server::termination_message::write(path, &one_line(error)) {
+            eprintln!("cannot write the termination message to {}: {e}", path.display());
+        }
+    }
+    result
+}
+
+/// The error and its causes on one line, `a: b: c`, skipping a cause that
+/// the message before it already ends with (errors that print their source).
+fn one_line(error: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in error.chain().map(|c| c.to_string()) {
+        if line.is_empty() {
+            line = cause;
+        } else if !line.ends_with(&cause) {
+            line = format!("{line}: {cause}");
+        }
+    }
+    line
+}
+
+/// Runs the server until SIGINT, SIGTERM or its own shutdown.
+fn serve(args: Args) -> anyhow::Result<()> {
+    let config = Config::resolve(args).context("invalid configuration")?;
     init_logging(&config)?;
     let shutdown = Shutdown::new();
     let running = cairn_server::start(config, shutdown.clone()).context("cannot start the server")?;

@@ -121,3 +121,40 @@ fn a_bad_parameter_at_start_stops_the_start_with_redis_message() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Runs the `cairn` binary with `args` and a termination message file; returns
+/// its exit status and what it wrote there.
+fn exit_message(args: &[&str], tag: &str) -> (std::process::ExitStatus, String) {
+    let dir = std::env::temp_dir().join(format!("cairn-it-termination-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let message_file = dir.join("termination-log");
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(args)
+        .args(["--admin-port", "0", "--native-port", "0", "--data-dir"])
+        .arg(dir.join("data"))
+        .arg("--termination-message-path")
+        .arg(&message_file)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("run cairn");
+    let message = std::fs::read_to_string(&message_file).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    (status, message)
+}
+
+#[test]
+fn a_fatal_error_is_written_as_the_termination_message() {
+    let (status, message) = exit_message(&["--port", "0", "--durability", "sometimes"], "config");
+    assert!(!status.success());
+    assert!(message.starts_with("invalid configuration: "), "{message}");
+    assert!(message.contains(r#"unknown durability tier "sometimes""#), "{message}");
+
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = taken.local_addr().expect("address").port().to_string();
+    let (status, message) = exit_message(&["--port", &port], "listen");
+    assert!(!status.success());
+    assert!(message.starts_with("cannot start the server: cannot listen on 127.0.0.1:"), "{message}");
+    // Each cause once, though the listen error also prints its source.
+    assert_eq!(message.matches("Address already in use").count(), 1, "{message}");
+}
