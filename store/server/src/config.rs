@@ -56,6 +56,13 @@ pub struct Args {
     #[arg(long, env = "CAIRN_CONFIG")]
     #[serde(skip)]
     pub config: Option<PathBuf>,
+    /// How often the config file is checked for changes to its `[params]`,
+    /// which are applied without a restart: seconds, or with a unit (`5s`,
+    /// `500ms`). 0 turns checking off (SIGHUP still rereads the file).
+    /// Default 5.
+    #[arg(long, env = "CAIRN_CONFIG_RELOAD_INTERVAL", value_parser = crate::config_reload::interval::parse)]
+    #[serde(default, deserialize_with = "crate::config_reload::interval::deserialize")]
+    pub config_reload_interval: Option<std::time::Duration>,
     /// RESP port (0 picks a free port; `off` disables plaintext RESP, with `--tls-port` set).
     #[arg(long, env = "CAIRN_PORT", value_parser = parse_listen_port, allow_hyphen_values = true)]
     #[serde(default, deserialize_with = "deserialize_listen_port")]
@@ -179,11 +186,13 @@ pub struct Args {
     #[arg(long, env = "CAIRN_ADMIN_TOKEN_FILE")]
     pub admin_token_file: Option<PathBuf>,
     /// A CONFIG parameter set at start, as CONFIG SET would (repeatable):
-    /// `--param maxmemory=1gb --param maxmemory-policy=allkeys-lru`.
+    /// `--param maxmemory=1gb --param maxmemory-policy=allkeys-lru`. It wins
+    /// over the config file's `[params]`, at start and when the file changes.
     #[arg(long = "param", value_name = "NAME=VALUE", value_parser = crate::startup_params::parse_flag)]
     #[serde(skip)]
     pub param: Vec<(String, String)>,
-    /// The config file's `[params]` table: CONFIG parameters set at start.
+    /// The config file's `[params]` table: CONFIG parameters set at start,
+    /// and again when the file changes (`config_reload`).
     #[arg(skip)]
     #[serde(default)]
     pub params: std::collections::BTreeMap<String, toml::Value>,
@@ -272,6 +281,12 @@ pub struct Config {
     pub log_level: String,
     /// Where the configuration file was, if any (INFO `config_file`).
     pub config_file: Option<PathBuf>,
+    /// The configuration file as read at start: what its next versions are
+    /// compared with ([`crate::config_reload`]).
+    pub config_file_loaded: Option<crate::config_reload::version::Loaded>,
+    /// How often the file is checked for changes (zero: never; SIGHUP and
+    /// `RunningServer::reload_config` reread it anyway).
+    pub config_reload_interval: std::time::Duration,
     pub durability: cairn_engine::durability::Tier,
     pub wal_segment_bytes: u64,
     /// Syncer threads of the WAL (0: the tier's default).
@@ -301,6 +316,9 @@ pub struct Config {
     /// CONFIG parameters set at start (`--param`, the file's `[params]`),
     /// applied by [`crate::startup_params::apply`].
     pub params: Vec<(String, String)>,
+    /// Names of the parameters given with `--param` (they win over the
+    /// file's `[params]`, at start and when the file is reloaded).
+    pub param_flags: Vec<String>,
 }
 
 impl Default for Config {
@@ -320,6 +338,8 @@ impl Default for Config {
             log_format: LogFormat::Text,
             log_level: "info".to_string(),
             config_file: None,
+            config_file_loaded: None,
+            config_reload_interval: crate::config_reload::interval::DEFAULT,
             durability: cairn_engine::durability::Tier::Async,
             wal_segment_bytes: 64 << 20,
             wal_syncers: 0,
@@ -334,6 +354,7 @@ impl Default for Config {
             admin_bind: "127.0.0.1".to_string(),
             admin_token: None,
             params: Vec::new(),
+            param_flags: Vec::new(),
         }
     }
 }
@@ -400,11 +421,13 @@ impl Config {
 
     /// Resolves flags/env (`args`) over an optional file over the defaults.
     pub fn resolve(args: Args) -> Result<Config, ConfigError> {
-        let file = match &args.config {
-            Some(path) => Some(read_file(path)?),
-            None => None,
+        let (file, loaded) = match &args.config {
+            Some(path) => {
+                let (file, loaded) = read_file(path)?;
+                (file, Some(loaded))
+            }
+            None => (Args::default(), None),
         };
-        let file = file.unwrap_or_default();
         let d = Config::default();
         let durability = match args.durability.or(file.durability) {
             Some(name) => name.parse().map_err(|e: cairn_engine::durability::UnknownTier| ConfigError::Invalid {
@@ -423,8 +446,15 @@ impl Config {
         let bind = args.bind.or(file.bind).unwrap_or(d.bind);
         let file_params = crate::startup_params::from_table(&file.params)
             .map_err(|reason| ConfigError::Invalid { name: "params", reason })?;
+        let param_flags = args.param.iter().map(|(name, _)| name.clone()).collect();
         let config = Config {
             params: crate::startup_params::merge(file_params, args.param),
+            param_flags,
+            config_file_loaded: loaded,
+            config_reload_interval: args
+                .config_reload_interval
+                .or(file.config_reload_interval)
+                .unwrap_or(d.config_reload_interval),
             durability,
             wal_segment_bytes: mib(args.wal_segment_mb.or(file.wal_segment_mb), d.wal_segment_bytes),
             wal_syncers: args.wal_syncers.or(file.wal_syncers).unwrap_or(d.wal_syncers),
@@ -583,10 +613,15 @@ fn admin_token(inline: Option<String>, file: Option<&Path>) -> Result<Option<Str
     Ok(Some(token))
 }
 
-fn read_file(path: &Path) -> Result<Args, ConfigError> {
+/// The file's settings, and the file as the reloader compares it.
+fn read_file(path: &Path) -> Result<(Args, crate::config_reload::version::Loaded), ConfigError> {
     let text =
         std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
-    toml::from_str(&text).map_err(|source| ConfigError::Parse { path: path.to_path_buf(), source: Box::new(source) })
+    let args = toml::from_str(&text)
+        .map_err(|source| ConfigError::Parse { path: path.to_path_buf(), source: Box::new(source) })?;
+    let loaded = crate::config_reload::version::Loaded::from_text(&text)
+        .map_err(|reason| ConfigError::Invalid { name: "params", reason })?;
+    Ok((args, loaded))
 }
 
 #[cfg(test)]
@@ -692,6 +727,30 @@ mod tests {
     fn spinning_is_off_by_default_under_a_cpu_quota_unless_asked_for() {
         check_spin_budget_under_quota("--busy-poll-us", DEFAULT_BUSY_POLL_US, Config::busy_poll_budget_us);
         check_spin_budget_under_quota("--durable-spin-us", DEFAULT_DURABLE_SPIN_US, Config::durable_spin_budget_us);
+    }
+
+    #[test]
+    fn config_reload_interval_and_the_parameters_flags_own() {
+        let dir = std::env::temp_dir().join(format!("cairn-config-test5-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("cairn.toml");
+        std::fs::write(&file, "config-reload-interval = \"250ms\"\n[params]\nhz = 20\nmaxmemory = \"1mb\"\n").unwrap();
+        let path = file.to_str().unwrap();
+        let config =
+            Config::resolve(Args::parse_from(["cairn", "--config", path, "--param", "MaxMemory=2mb"])).unwrap();
+        assert_eq!(config.config_reload_interval, std::time::Duration::from_millis(250));
+        assert_eq!(config.param_flags, ["maxmemory"]);
+        let loaded = config.config_file_loaded.expect("the file as read");
+        assert_eq!(loaded.version.params.get("maxmemory").map(String::as_str), Some("1mb"), "the file's own value");
+        let flag = Args::parse_from(["cairn", "--config", path, "--config-reload-interval", "0"]);
+        assert_eq!(Config::resolve(flag).unwrap().config_reload_interval, std::time::Duration::ZERO);
+        let config = Config::resolve(Args::parse_from(["cairn"])).unwrap();
+        assert_eq!(
+            (config.config_reload_interval, config.config_file_loaded),
+            (crate::config_reload::interval::DEFAULT, None)
+        );
+        assert!(Args::try_parse_from(["cairn", "--config-reload-interval", "soon"]).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

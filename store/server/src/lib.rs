@@ -5,7 +5,9 @@
 //!
 //! - [`config`]: flags, `CAIRN_*` environment variables and the TOML file,
 //!   resolved into [`Config`]; [`config_params`]: what CONFIG GET/SET see;
-//!   [`startup_params`]: CONFIG parameters set at start (`--param`, `[params]`).
+//!   [`startup_params`]: CONFIG parameters set at start (`--param`, `[params]`);
+//!   [`config_reload`]: the file's `[params]` applied again when it changes
+//!   (checked periodically, and on SIGHUP);
 //!   [`termination_message`]: where a fatal error is also written (`--termination-message-path`).
 //! - [`cpus`]: CPU lists and the affinity mask (one worker per allowed CPU);
 //!   [`rebalance`]: moving connections between workers as the load needs;
@@ -64,6 +66,7 @@ pub mod client;
 pub mod commands;
 pub mod config;
 pub mod config_params;
+pub mod config_reload;
 pub mod connection;
 pub mod cpu_quota;
 pub mod cpus;
@@ -165,6 +168,13 @@ impl RunningServer {
         // A running script (even one that wrote) stops at its next hook.
         self.server.scripting.busy.force_kill();
         self.join();
+    }
+
+    /// Rereads the config file now and applies its `[params]` changes (what
+    /// SIGHUP does; the periodic check, `--config-reload-interval`, does
+    /// the same when the contents change).
+    pub fn reload_config(&self) -> config_reload::Outcome {
+        self.server.config_reload.reload(&self.server)
     }
 
     /// Waits until the workers stop (after the shutdown signal), then

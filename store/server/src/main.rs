@@ -1,5 +1,5 @@
 //! The `cairn` binary: parse the configuration, set up logging, run the
-//! server until SIGINT or SIGTERM.
+//! server until SIGINT or SIGTERM (SIGHUP rereads the config file).
 
 use anyhow::Context;
 use cairn_server::{Args, Config, Shutdown};
@@ -45,7 +45,9 @@ fn serve(args: Args) -> anyhow::Result<()> {
     init_logging(&config)?;
     let shutdown = Shutdown::new();
     let running = cairn_server::start(config, shutdown.clone()).context("cannot start the server")?;
-    wait_for_signal(&shutdown)?;
+    wait_for_signal(&shutdown, || {
+        running.reload_config();
+    })?;
     tracing::info!("shutting down");
     running.stop();
     tracing::info!("bye");
@@ -87,16 +89,25 @@ fn init_logging(config: &Config) -> anyhow::Result<()> {
     cairn_server::logging::init(config).context("cannot set up logging")
 }
 
-/// Blocks until SIGINT/SIGTERM arrives or the server shuts itself down.
-fn wait_for_signal(shutdown: &Shutdown) -> anyhow::Result<()> {
+/// Blocks until SIGINT/SIGTERM arrives or the server shuts itself down;
+/// SIGHUP calls `reload` (rereads the config file) and keeps waiting.
+fn wait_for_signal(shutdown: &Shutdown, reload: impl Fn()) -> anyhow::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("signal runtime")?;
     runtime.block_on(async {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .context("cannot listen for SIGTERM")?;
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-            _ = shutdown.wait() => {}
+        let mut interrupt = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
+        let mut term = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
+        let mut hangup = signal(SignalKind::hangup()).context("cannot listen for SIGHUP")?;
+        loop {
+            tokio::select! {
+                _ = interrupt.recv() => break,
+                _ = term.recv() => break,
+                _ = shutdown.wait() => break,
+                _ = hangup.recv() => {
+                    tracing::info!("SIGHUP: rereading the config file");
+                    reload();
+                }
+            }
         }
         anyhow::Ok(())
     })?;

@@ -1,5 +1,6 @@
 //! Which command arguments are credentials, shown as `(redacted)` in
-//! MONITOR and SLOWLOG (Redis's `redactClientCommandArgument` callers).
+//! MONITOR and SLOWLOG (Redis's `redactClientCommandArgument` callers), and
+//! which parameter values logs must not show (the config file reloader's).
 
 /// Whether argument `i` of `args` is a credential: AUTH's arguments, the
 /// username and password after HELLO's AUTH option, and the value of CONFIG
@@ -16,10 +17,24 @@ pub fn is_secret(args: &[&[u8]], i: usize) -> bool {
     let config_set =
         name.eq_ignore_ascii_case(b"config") && args.get(1).is_some_and(|s| s.eq_ignore_ascii_case(b"set"));
     if config_set && i >= 3 && (i - 3) % 2 == 0 {
-        let parameter = args[i - 1];
-        return parameter.eq_ignore_ascii_case(b"requirepass") || parameter.eq_ignore_ascii_case(b"masterauth");
+        return std::str::from_utf8(args[i - 1]).is_ok_and(is_secret_param);
     }
     false
+}
+
+/// Whether a CONFIG parameter's value is a credential (`requirepass`,
+/// `masterauth`): never logged nor shown.
+pub fn is_secret_param(name: &str) -> bool {
+    name.eq_ignore_ascii_case("requirepass") || name.eq_ignore_ascii_case("masterauth")
+}
+
+/// A parameter's value as logs may show it: `(redacted)` for a credential.
+pub fn param_value<'a>(name: &str, value: &'a str) -> &'a str {
+    if is_secret_param(name) {
+        "(redacted)"
+    } else {
+        value
+    }
 }
 
 #[cfg(test)]
@@ -40,5 +55,12 @@ mod tests {
         assert_eq!(secrets(&["CONFIG", "SET", "maxmemory", "1", "requirepass", "p", "masterauth", "q"]), [5, 7]);
         assert_eq!(secrets(&["CONFIG", "GET", "requirepass"]), Vec::<usize>::new());
         assert_eq!(secrets(&["SET", "auth", "x"]), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn credential_parameters_are_redacted_in_logs() {
+        assert_eq!(param_value("RequirePass", "p"), "(redacted)");
+        assert_eq!(param_value("masterauth", "p"), "(redacted)");
+        assert_eq!(param_value("maxmemory", "1mb"), "1mb");
     }
 }

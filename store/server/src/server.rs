@@ -66,6 +66,8 @@ pub struct Server {
     pub scripting: crate::scripting::Scripting,
     /// The TLS configuration in use, when `--tls-port` is set.
     pub tls: Option<crate::tls::TlsContext>,
+    /// The config file's reloader (its `[params]` apply without a restart).
+    pub config_reload: crate::config_reload::ConfigReload,
 }
 
 /// instantaneous_ops_per_sec: the mean rate over the last 16 samples, as Redis.
@@ -140,6 +142,7 @@ impl Server {
             hooks: crate::admin::hooks::Hooks::default(),
             scripting: crate::scripting::Scripting::new(num_workers, libraries),
             tls: None,
+            config_reload: crate::config_reload::ConfigReload::new(&config),
             config,
         }
     }

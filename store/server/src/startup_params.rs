@@ -8,6 +8,9 @@
 //! start fails with Redis's message). Parameters that have a flag of their
 //! own (`port`, `durability`, `dir`, ...) are refused here, naming the flag,
 //! so one setting never has two sources.
+//!
+//! Later versions of the file's `[params]` are applied by
+//! [`crate::config_reload`], with the same checks.
 
 use std::collections::BTreeMap;
 
@@ -66,18 +69,25 @@ pub fn merge(file: Vec<(String, String)>, flags: Vec<(String, String)>) -> Vec<(
     merged.into_iter().collect()
 }
 
+/// Refuses the first of `names` that has a flag of its own, naming the flag
+/// (at start, and when the config file is reloaded).
+pub fn refuse_own_flags<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<(), String> {
+    for name in names {
+        let canonical = config_params::find(name).map_or(name, |p| p.name);
+        if let Some((_, flag)) = OWN_FLAG.iter().find(|(n, _)| *n == canonical) {
+            return Err(format!("parameter {name}: set it with {flag} (or its config-file key), not as a parameter"));
+        }
+    }
+    Ok(())
+}
+
 /// Applies the configured parameters to `server` (before it serves).
 pub fn apply(server: &Server) -> Result<(), String> {
     let params = &server.config.params;
     if params.is_empty() {
         return Ok(());
     }
-    for (name, _) in params {
-        let canonical = config_params::find(name).map_or(name.as_str(), |p| p.name);
-        if let Some((_, flag)) = OWN_FLAG.iter().find(|(n, _)| *n == canonical) {
-            return Err(format!("parameter {name}: set it with {flag} (or its config-file key), not as a parameter"));
-        }
-    }
+    refuse_own_flags(params.iter().map(|(name, _)| name.as_str()))?;
     let pairs = params.iter().map(|(n, v)| (n.as_str(), v.as_str()));
     let updates = config_params::validate_changes(&server.runtime, pairs).map_err(|e| e.to_string())?;
     server.set_config(&updates).map_err(|e| e.to_string())?;

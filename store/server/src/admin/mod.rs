@@ -76,6 +76,10 @@ async fn serve(server: Arc<Server>, listener: StdListener) {
         // Off the workers: the TLS reload watcher shares this event loop.
         tokio::spawn(crate::tls::watch::run(server.clone(), std::time::Duration::from_secs(every)));
     }
+    if let Some(every) = server.config_reload.watch_interval() {
+        // The config file's watcher, likewise.
+        tokio::spawn(crate::config_reload::watch::run(server.clone(), every));
+    }
     let shutdown = server.shutdown.clone();
     let app = router::router(server.clone());
     let serving = axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.wait().await });

@@ -18,6 +18,7 @@ impl Collector for Scrape {
         keyspace_families(self, &mut f)?;
         command_families(self, &mut f)?;
         durability_families(self, &mut f)?;
+        config_families(self, &mut f)?;
         tls_families(self, &mut f)
     }
 }
@@ -147,6 +148,19 @@ fn durability_families(s: &Scrape, f: &mut Families<'_>) -> fmt::Result {
         "WAL records replayed by recovery (grows while recovering).",
         None,
         d.recovery_records_replayed,
+    )
+}
+
+fn config_families(s: &Scrape, f: &mut Families<'_>) -> fmt::Result {
+    let r = &s.config_reloads;
+    let result = |r: &str| vec![("result", r.to_string())];
+    let reloads = [(result("applied"), r.applied), (result("unchanged"), r.unchanged), (result("failed"), r.failed)];
+    f.counters(
+        "cairn_config_reloads",
+        "Config file reloads (new contents, or SIGHUP) by result: applied (parameters set), unchanged \
+         (nothing to set), failed (invalid or refused; nothing changed).",
+        None,
+        &reloads,
     )
 }
 

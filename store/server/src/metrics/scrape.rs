@@ -49,6 +49,8 @@ pub struct Scrape {
     pub durability: DurabilitySnapshot,
     /// Handshakes, reloads and the certificate in use, when TLS is on.
     pub tls: Option<crate::tls::TlsReading>,
+    /// Reloads of the config file's `[params]` by result.
+    pub config_reloads: crate::config_reload::ReloadReading,
 }
 
 impl Scrape {
@@ -86,6 +88,7 @@ impl Scrape {
                 || server.health.write_error().is_some(),
             durability,
             tls: server.tls.as_ref().map(|tls| tls.reading()),
+            config_reloads: server.config_reload.reading(),
         }
     }
 }

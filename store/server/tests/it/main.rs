@@ -16,6 +16,7 @@ mod acl;
 mod admin;
 mod background_priority;
 mod config;
+mod config_reload;
 mod crash_sim;
 mod dashboards;
 mod dump;
