@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import time
+import tomllib
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -123,10 +124,13 @@ current-context: mock
         self.check("durability async", flag("--durability") == "async", args)
         self.check("threads = cpus", flag("--threads") == "1", args)
         self.check("ports", (flag("--port"), flag("--native-port"), flag("--admin-port")) == ("6379", "7379", "8379"), args)
-        # No maxmemory in the example: the default, 75% of its 512Mi, and noeviction.
-        params = [args[i + 1] for i, x in enumerate(args) if x == "--param"]
-        self.check("maxmemory 75% of memory, noeviction",
-                   params == [f"maxmemory={512 * 2**20 * 3 // 4}", "maxmemory-policy=noeviction"], args)
+        # No maxmemory in the example: the default, 75% of its 512Mi, and noeviction, in the
+        # config file's [params] (applied live when they change), not in the arguments.
+        cm0 = self.wait_for("ConfigMap demo-config", lambda: self.get("configmap", "demo-config"))
+        params = tomllib.loads(cm0["data"]["cairn.toml"]).get("params", {})
+        self.check("maxmemory 75% of memory, noeviction, in [params]",
+                   params == {"maxmemory": str(512 * 2**20 * 3 // 4), "maxmemory-policy": "noeviction"}
+                   and "--param" not in args, (params, args))
         # This store has no tlsSecret: plaintext ports, no --tls flags.
         self.check("no TLS flags without a tlsSecret", not any(x.startswith("--tls") for x in args), args)
         self.check("whole CPUs, requests = limits", c["resources"]["requests"] == c["resources"]["limits"]

@@ -31,6 +31,7 @@ import ssl
 import subprocess
 import sys
 import time
+import tomllib
 import urllib.error
 import urllib.request
 
@@ -40,6 +41,8 @@ import ports  # noqa: E402  (e2e/lib/ports.py: ports below the ephemeral range)
 from certs import make_pki  # noqa: E402  (e2e/lib/certs.py: a CA, server and client certificates)
 
 DEADLINE_S = 60
+# The server checks its config file every 5 s by default (--config-reload-interval).
+RELOAD_DEADLINE_S = 20
 DUMMY_PASSWORD = "e2e-secret"
 # Where the operator mounts a store's TLS Secret (operator/src/store_contract.rs, TLS_DIR).
 TLS_DIR = "/etc/cairn/tls"
@@ -133,10 +136,40 @@ def expected_memory_config(spec):
     return {"maxmemory": str(limit), "maxmemory-policy": spec.get("maxmemoryPolicy", "noeviction")}
 
 
-def memory_config_of_args(args):
-    """CONFIG GET maxmemory and maxmemory-policy as the container's --param flags set them."""
-    params = dict(args[i + 1].split("=", 1) for i, a in enumerate(args) if a == "--param")
-    return {"maxmemory": params.get("maxmemory", "0"), "maxmemory-policy": params.get("maxmemory-policy", "noeviction")}
+def memory_config_of_file(config):
+    """CONFIG GET maxmemory and maxmemory-policy as the config file's [params] set them."""
+    params = tomllib.loads(config).get("params", {})
+    return {"maxmemory": str(params.get("maxmemory", "0")),
+            "maxmemory-policy": str(params.get("maxmemory-policy", "noeviction"))}
+
+
+def change_params_live(name, config_file, port, password, pki):
+    """Rewrites the config file as the kubelet refreshes a ConfigMap (a new file swapped in) with
+    another maxmemory and policy, as the operator writes them after a spec change, and waits for
+    the running server to apply them. Failures, if it does not."""
+    with open(config_file) as f:
+        text = f.read()
+    want = memory_config_of_file(text)
+    want = {"maxmemory": str(int(want["maxmemory"]) + 2**20),
+            "maxmemory-policy": "allkeys-lru" if want["maxmemory-policy"] != "allkeys-lru" else "volatile-lru"}
+    for key, value in want.items():
+        text, n = re.subn(rf'^{key} = ".*"$', f'{key} = "{value}"', text, flags=re.M)
+        if n != 1:
+            return [f"{name}: the config file has no single {key} line in [params]"]
+    swapped = config_file + ".new"
+    with open(swapped, "w") as f:
+        f.write(text)
+    os.replace(swapped, config_file)
+    deadline = time.monotonic() + RELOAD_DEADLINE_S
+    failures = []
+    while time.monotonic() < deadline:
+        failures = check_memory_config(name, port, password, pki, want)
+        if not failures:
+            print(f"ok   {name}: a changed [params] applied without a restart: maxmemory {want['maxmemory']} "
+                  f"({want['maxmemory-policy']})")
+            return []
+        time.sleep(0.5)
+    return [f"{name}: not applied within {RELOAD_DEADLINE_S} s: {failure}" for failure in failures]
 
 
 def check_memory_config(name, port, password, pki, want):
@@ -217,7 +250,7 @@ def container_env(container):
     return env, password
 
 
-def run_pod(cairn, sts, config_maps, workdir, bench=None, jobs=(), store_spec=None):
+def run_pod(cairn, sts, config_maps, workdir, bench=None, jobs=(), store_spec=None, live_change=False):
     name = sts["metadata"]["name"]
     pod = sts["spec"]["template"]["spec"]
     container = pod["containers"][0]
@@ -284,16 +317,18 @@ def run_pod(cairn, sts, config_maps, workdir, bench=None, jobs=(), store_spec=No
                 reply = resp_ping(ping_port, password, pki)
                 if not reply.endswith(b"+PONG\r\n"):
                     failures.append(f"{name}: PING answered {reply!r}")
+                in_file = memory_config_of_file(config)
                 if store_spec is not None:
                     want = expected_memory_config(store_spec)
-                    if memory_config_of_args(args) != want:
-                        failures.append(f"{name}: the --param flags {memory_config_of_args(args)} are not "
-                                        f"the KVStore's {want}")
+                    if in_file != want:
+                        failures.append(f"{name}: the config file's [params] {in_file} are not the KVStore's {want}")
                 else:
-                    want = memory_config_of_args(args)
-                    print(f"note {name}: no KVStore in --resources; expecting the --param flags' values")
+                    want = in_file
+                    print(f"note {name}: no KVStore in --resources; expecting the config file's [params]")
                 if not failures:
                     failures += check_memory_config(name, ping_port, password, pki, want)
+                if not failures and live_change:
+                    failures += change_params_live(name, config_file, ping_port, password, pki)
                 if not failures and bench:
                     failures += run_jobs(bench, jobs, ping_port, pki, os.path.join(workdir, name))
                 if not failures:
@@ -356,10 +391,12 @@ def main():
         sys.exit(1)
     failures = []
     jobs = [d for d in docs if d.get("kind") == "Job"]
-    for sts in statefulsets:
+    for i, sts in enumerate(statefulsets):
         meta = sts["metadata"]
         spec = specs.get((meta.get("namespace", "default"), meta["name"]))
-        failures += run_pod(a.cairn, sts, config_maps, a.workdir, a.cairn_bench, jobs_against(sts, jobs), spec)
+        # The first store also has its maxmemory changed while it runs (once: it takes seconds).
+        failures += run_pod(a.cairn, sts, config_maps, a.workdir, a.cairn_bench, jobs_against(sts, jobs), spec,
+                            live_change=i == 0)
     for failure in failures:
         print(f"FAIL {failure}")
     print(f"store pods: {len(statefulsets) - len({f.split(':')[0] for f in failures})} of {len(statefulsets)} "

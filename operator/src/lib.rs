@@ -6,6 +6,8 @@
 //! - [`labels`]: names and labels of owned objects; the field manager.
 //! - [`sizing`]: the fsync-class table and the pure volume-sizing function.
 //! - [`maxmemory`]: `spec.maxmemory` (quantity or percentage of memory) resolved into bytes.
+//! - [`config_file`]: the server's config file in the ConfigMap (`spec.config` plus the
+//!   operator's `[params]`, applied live) and its checks.
 //! - [`validate`]: spec checks beyond the CRD schema; resolves a spec for the builders.
 //! - [`builders`]: pure builders, one Kubernetes object per file.
 //! - [`reconcile`]: the two reconcilers (server-side apply → status subresource → Events), and
@@ -20,6 +22,7 @@
 
 pub mod builders;
 pub mod conditions;
+pub mod config_file;
 pub mod context;
 pub mod error;
 pub mod labels;

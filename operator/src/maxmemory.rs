@@ -52,41 +52,17 @@ pub fn maxmemory_bytes(memory: &str, maxmemory: &str) -> Result<u64, MaxmemoryEr
     Ok(bytes)
 }
 
-/// The CONFIG parameters the operator sets from the spec, as `(name, value)` for `--param`:
-/// `maxmemory` (left out when 0, the server's default: no limit) and `maxmemory-policy`. A spec
-/// whose maxmemory is invalid gets no maxmemory here; [`crate::validate::resolve`] refuses it
-/// before anything is built.
+/// The CONFIG parameters the operator sets from the spec, as `(name, value)` for the config
+/// file's `[params]` table: `maxmemory` in bytes (0: no limit, written too, so that a limit
+/// removed from the spec is removed from the running server) and `maxmemory-policy`. The server
+/// applies a changed `[params]` without a restart. A spec whose maxmemory is invalid gets 0 here;
+/// [`crate::validate::resolve`] refuses it before anything is built.
 pub fn server_params(spec: &KVStoreSpec) -> Vec<(&'static str, String)> {
-    let mut params = Vec::new();
-    if let Ok(bytes @ 1..) = maxmemory_bytes(&spec.memory, &spec.maxmemory) {
-        params.push((sc::PARAM_MAXMEMORY, bytes.to_string()));
-    }
-    params.push((sc::PARAM_MAXMEMORY_POLICY, spec.maxmemory_policy.as_str().to_string()));
-    params
-}
-
-/// The parameters the operator owns that `spec.config` also sets in its `[params]` table (as
-/// the server reads it: names case-insensitive); each is a problem to report, since the
-/// command line's `--param` would silently win over the file. A config that is not TOML is
-/// the server's to refuse (it exits naming the error), not this check's.
-pub fn params_in_config(config: &str) -> Vec<String> {
-    let Ok(table) = config.parse::<toml::Table>() else {
-        return Vec::new();
-    };
-    let Some(params) = table.get(sc::CONFIG_PARAMS_TABLE).and_then(toml::Value::as_table) else {
-        return Vec::new();
-    };
-    let owned = [(sc::PARAM_MAXMEMORY, "spec.maxmemory"), (sc::PARAM_MAXMEMORY_POLICY, "spec.maxmemoryPolicy")];
-    let mut problems = Vec::new();
-    for name in params.keys() {
-        if let Some((param, field)) = owned.iter().find(|(param, _)| name.eq_ignore_ascii_case(param)) {
-            problems.push(format!(
-                "config: [{}] sets {param}, which the operator sets from {field}: use {field} instead",
-                sc::CONFIG_PARAMS_TABLE
-            ));
-        }
-    }
-    problems
+    let bytes = maxmemory_bytes(&spec.memory, &spec.maxmemory).unwrap_or(0);
+    vec![
+        (sc::PARAM_MAXMEMORY, bytes.to_string()),
+        (sc::PARAM_MAXMEMORY_POLICY, spec.maxmemory_policy.as_str().to_string()),
+    ]
 }
 
 #[cfg(test)]
@@ -133,18 +109,9 @@ mod tests {
         );
         spec.maxmemory = "0".into();
         spec.maxmemory_policy = MaxmemoryPolicy::AllkeysLru;
-        assert_eq!(server_params(&spec), vec![("maxmemory-policy", "allkeys-lru".to_string())]);
-    }
-
-    #[test]
-    fn the_config_must_not_set_what_the_spec_sets() {
-        assert!(params_in_config("maxclients = 10\n[params]\nhz = 20\n").is_empty());
-        assert!(params_in_config("maxmemory = 1\n").is_empty(), "only the [params] table counts");
-        assert!(params_in_config("not toml [").is_empty());
-        let problems = params_in_config("[params]\nMaxMemory = \"1gb\"\nmaxmemory-policy = \"allkeys-lru\"\n");
-        assert_eq!(problems.len(), 2, "{problems:?}");
-        assert!(problems[0].contains("use spec.maxmemory instead"), "{problems:?}");
-        assert!(problems[1].contains("use spec.maxmemoryPolicy instead"), "{problems:?}");
-        assert_eq!(params_in_config("params = { maxmemory = \"1gb\" }\n").len(), 1);
+        assert_eq!(
+            server_params(&spec),
+            vec![("maxmemory", "0".to_string()), ("maxmemory-policy", "allkeys-lru".to_string())]
+        );
     }
 }

@@ -30,13 +30,12 @@ pub const LOG_FORMAT_JSON: &str = "json";
 /// Where the server also writes the error that stops it: the pod's termination message
 /// ([`TERMINATION_MESSAGE_PATH`]), which the operator quotes in the store's status.
 pub const FLAG_TERMINATION_MESSAGE_PATH: &str = "--termination-message-path";
-/// A CONFIG parameter set at start, as CONFIG SET would: `--param NAME=VALUE` (repeatable).
-pub const FLAG_PARAM: &str = "--param";
 /// The memory limit parameter, in bytes (`spec.maxmemory`).
 pub const PARAM_MAXMEMORY: &str = "maxmemory";
 /// The eviction policy parameter (`spec.maxmemoryPolicy`).
 pub const PARAM_MAXMEMORY_POLICY: &str = "maxmemory-policy";
-/// The config file's table of CONFIG parameters set at start (the flags' `--param` win over it).
+/// The config file's table of CONFIG parameters, set at start and again (live) when the mounted
+/// file changes (the server checks it every 5 s by default, `--config-reload-interval`).
 pub const CONFIG_PARAMS_TABLE: &str = "params";
 
 /// The server's TLS flags, or `None` if the server had no TLS. While it is `None`, a KVStore

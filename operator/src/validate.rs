@@ -6,7 +6,7 @@
 
 use cairn_crds::{parse_binary_bytes, KVStore};
 
-use crate::maxmemory::{maxmemory_bytes, params_in_config, MaxmemoryError};
+use crate::maxmemory::{maxmemory_bytes, MaxmemoryError};
 use crate::sizing::{plan_volume, SizingInput, VolumePlan};
 
 /// Longest store name: pods are `<name>-<ordinal>` and the StatefulSet adds a revision label.
@@ -67,7 +67,7 @@ pub fn resolve(store: &KVStore) -> Result<Resolved, InvalidSpec> {
         }
     };
     if let Some(config) = &spec.config {
-        problems.extend(params_in_config(config));
+        problems.extend(crate::config_file::problems(config));
     }
     let requested = match &spec.storage.size {
         Some(size) => parse_binary_bytes(size).map(|bytes| Some((size.clone(), bytes))).unwrap_or_else(|e| {
@@ -175,6 +175,9 @@ mod tests {
         let err = resolve(&s).expect_err("invalid").0;
         assert!(err.contains("sets maxmemory") && err.contains("use spec.maxmemory instead"), "{err}");
         assert!(err.contains("sets maxmemory-policy") && err.contains("use spec.maxmemoryPolicy instead"), "{err}");
+        s.spec.config = Some("maxclients = [\n".into());
+        let err = resolve(&s).expect_err("invalid").0;
+        assert!(err.starts_with("config: not valid TOML"), "{err}");
     }
 
     #[test]

@@ -87,16 +87,14 @@ fn start_params(config: &cairn_server::Config) -> Vec<String> {
         .collect()
 }
 
-/// `maxmemory` and `maxmemory-policy` as the server gets them for `store` (no maxmemory: 0).
+/// `maxmemory` and `maxmemory-policy` as the server gets them for `store` (no limit: 0).
 fn expected_memory_params(store: &KVStore) -> Vec<String> {
     let bytes = cairn_operator::maxmemory::maxmemory_bytes(&store.spec.memory, &store.spec.maxmemory)
         .unwrap_or_else(|e| panic!("{e}"));
-    let mut want = Vec::new();
-    if bytes > 0 {
-        want.push(format!("{}={bytes}", sc::PARAM_MAXMEMORY));
-    }
-    want.push(format!("{}={}", sc::PARAM_MAXMEMORY_POLICY, store.spec.maxmemory_policy.as_str()));
-    want
+    vec![
+        format!("{}={bytes}", sc::PARAM_MAXMEMORY),
+        format!("{}={}", sc::PARAM_MAXMEMORY_POLICY, store.spec.maxmemory_policy.as_str()),
+    ]
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! The ConfigMap holding the server's TOML config file (`spec.config`).
+//! The ConfigMap holding the server's TOML config file (`spec.config` and the operator's
+//! `[params]`, see [`crate::config_file`]).
 
 use std::collections::BTreeMap;
 
@@ -9,12 +10,9 @@ use super::owned_meta;
 use crate::labels::{config_map_name, store_labels};
 use crate::store_contract::CONFIG_FILE_NAME;
 
-/// The config file's text: `spec.config`, or a comment when there is none.
+/// The config file's text ([`crate::config_file::text`]).
 pub fn config_text(store: &KVStore) -> String {
-    match &store.spec.config {
-        Some(text) if !text.trim().is_empty() => text.clone(),
-        _ => "# No extra configuration: see spec.config of the KVStore.\n".to_string(),
-    }
+    crate::config_file::text(store)
 }
 
 pub fn build(store: &KVStore) -> ConfigMap {
@@ -38,7 +36,9 @@ mod tests {
         let cm = build(&s);
         assert_eq!(cm.metadata.name.as_deref(), Some("demo-config"));
         let data = cm.data.expect("data");
-        assert_eq!(data.get("cairn.toml").map(String::as_str), Some("maxclients = 100\n"));
+        let text = data.get("cairn.toml").expect("the config file");
+        assert!(text.contains("maxclients = 100\n"), "{text}");
+        assert!(text.contains("[params]"), "{text}");
         let owner = &cm.metadata.owner_references.expect("owner")[0];
         assert_eq!(owner.kind, "KVStore");
         assert_eq!(owner.controller, Some(true));

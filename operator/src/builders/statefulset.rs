@@ -27,8 +27,8 @@ pub const CONTAINER: &str = "cairn";
 
 /// The server's command line. Every flag comes from [`crate::store_contract`]; a feature the
 /// server lacks (TLS) has no flag there and is left out, since an unknown flag makes `cairn` exit
-/// at start. `maxmemory` and `maxmemory-policy` follow as `--param NAME=VALUE`
-/// ([`crate::maxmemory::server_params`]).
+/// at start. `maxmemory` and `maxmemory-policy` are in the config file's `[params]`
+/// ([`crate::config_file`]), which the server applies again when the file changes.
 pub fn args(store: &KVStore) -> Vec<String> {
     let spec = &store.spec;
     let mut args: Vec<String> = vec![sc::FLAG_BIND.into(), sc::BIND_ALL.into()];
@@ -49,9 +49,6 @@ pub fn args(store: &KVStore) -> Vec<String> {
         sc::FLAG_TERMINATION_MESSAGE_PATH.into(),
         sc::TERMINATION_MESSAGE_PATH.into(),
     ]);
-    for (name, value) in crate::maxmemory::server_params(spec) {
-        args.extend([sc::FLAG_PARAM.into(), format!("{name}={value}")]);
-    }
     args
 }
 
@@ -225,7 +222,8 @@ pub fn build(store: &KVStore, volume: &VolumePlan) -> StatefulSet {
     let mut pod_labels = spec.pod_metadata.labels.clone();
     pod_labels.extend(store_labels(&name));
     let mut pod_annotations = spec.pod_metadata.annotations.clone();
-    let config_hash = fnv1a64(super::configmap::config_text(store).as_bytes());
+    // The parameters the server applies live are left out: their change does not roll the pod.
+    let config_hash = fnv1a64(crate::config_file::restart_part(store).as_bytes());
     pod_annotations.insert(CONFIG_HASH_ANNOTATION.into(), format!("{config_hash:016x}"));
 
     let scheduling = &spec.scheduling;
@@ -327,23 +325,15 @@ mod tests {
     }
 
     #[test]
-    fn maxmemory_and_its_policy_are_passed_as_params() {
-        let params = |s: &KVStore| {
-            let args = built(s).1.args.expect("args");
-            args.iter()
-                .enumerate()
-                .filter(|(_, a)| *a == "--param")
-                .map(|(i, _)| args[i + 1].clone())
-                .collect::<Vec<_>>()
-        };
-        let mut s = store("demo");
-        s.spec.memory = "2Gi".into();
-        assert_eq!(params(&s), ["maxmemory=1610612736", "maxmemory-policy=noeviction"]);
-        s.spec.maxmemory = "1500Mi".into();
-        s.spec.maxmemory_policy = cairn_crds::MaxmemoryPolicy::VolatileTtl;
-        assert_eq!(params(&s), ["maxmemory=1572864000", "maxmemory-policy=volatile-ttl"]);
-        s.spec.maxmemory = "0".into();
-        assert_eq!(params(&s), ["maxmemory-policy=volatile-ttl"]);
+    fn a_maxmemory_change_leaves_the_pod_template_alone() {
+        let a = store("demo");
+        let mut b = a.clone();
+        b.spec.maxmemory = "50%".into();
+        b.spec.maxmemory_policy = cairn_crds::MaxmemoryPolicy::AllkeysLru;
+        let plan = resolve(&a).expect("valid").volume;
+        let template = |s: &KVStore| serde_json::to_value(&build(s, &plan).spec.expect("spec").template).expect("json");
+        assert_eq!(template(&a), template(&b), "applied live from the ConfigMap, not by a restart");
+        assert!(!built(&b).1.args.expect("args").iter().any(|a| a == "--param"));
     }
 
     #[test]
