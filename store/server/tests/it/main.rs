@@ -15,6 +15,7 @@ mod common;
 mod acl;
 mod admin;
 mod background_priority;
+mod blocked_stats;
 mod config;
 mod crash_sim;
 mod dashboards;
