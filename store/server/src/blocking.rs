@@ -18,9 +18,11 @@
 //!    [`Blocking::serve_ready`] on the same thread: for each ready key, its
 //!    waiters, first blocked first, re-run their command here in
 //!    `Retrying` mode, where "block" means "not served yet". A served waiter
-//!    gets its reply bytes and is woken wherever its connection lives. So the
-//!    pushing client's next command already sees the pops (as in Redis), and
-//!    a chain of BLMOVEs is served in one go.
+//!    gets its reply bytes and is woken wherever its connection lives, and
+//!    its command's statistics are recorded on this thread
+//!    ([`crate::blocked_stats`]). So the pushing client's next command
+//!    already sees the pops (as in Redis), and a chain of BLMOVEs is served
+//!    in one go.
 //! 4. A waiter whose deadline passes, whose client is unblocked (CLIENT
 //!    UNBLOCK), killed or gone leaves every queue.
 //!
@@ -37,11 +39,14 @@ use cairn_protocol::{ProtocolVersion, ReplyWriter};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
+use crate::blocked_stats::{self, Unblocked};
 use crate::client::{Client, ClientHandle};
 use crate::commands::{table, CmdError, Ctx};
 use crate::server::Server;
-use crate::slowlog::{Logged, SlowLog};
 use crate::stats::WorkerStats;
+
+/// The reply of a client ended by CLIENT UNBLOCK ... ERROR.
+const UNBLOCKED_ERROR: &[u8] = b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n";
 
 /// A blocking command's timeout argument (seconds, fractional) as an
 /// absolute deadline in Unix milliseconds; 0 means forever.
@@ -105,7 +110,7 @@ pub struct Waiter {
     /// Unix milliseconds; 0: forever.
     deadline_ms: u64,
     /// µs the command took when it blocked (Redis's `c->duration`): part of
-    /// the time SLOWLOG shows once it is served.
+    /// the time its statistics count once it is served.
     call_us: AtomicU64,
     state: Mutex<Outcome>,
     notify: Notify,
@@ -121,21 +126,22 @@ impl Waiter {
     }
 
     /// Notes how long the command took when it blocked (the dispatcher,
-    /// which leaves logging it in SLOWLOG to [`Waiter::log_slow`]).
+    /// which leaves the rest of its statistics to [`Waiter::record_unblock`]).
     pub fn note_call_us(&self, us: u64) {
         self.call_us.store(us, Ordering::Relaxed);
     }
 
-    /// Logs the command in SLOWLOG, if slow enough, once it is served or
-    /// unblocked by CLIENT UNBLOCK, as Redis's `updateStatsOnUnblock`: the
-    /// time it took when it blocked plus `extra_us` (a timeout is not logged).
-    fn log_slow(&self, slowlog: &SlowLog, extra_us: u64) {
-        let Some(index) = self.args.first().and_then(|name| table::lookup(name)) else { return };
-        let duration_us = self.call_us.load(Ordering::Relaxed).saturating_add(extra_us);
-        if slowlog.wants(index, duration_us) {
-            let args: Vec<&[u8]> = self.args.iter().map(Vec::as_slice).collect();
-            slowlog.record(Logged::by(&self.client, &args, duration_us));
-        }
+    /// Records the command's statistics once it is served (serving it took
+    /// `serve_us`) or unblocked by CLIENT UNBLOCK (see [`crate::blocked_stats`]).
+    fn record_unblock(&self, server: &Server, stats: &WorkerStats, serve_us: u64, failed: bool) {
+        let ended = Unblocked {
+            client: &self.client,
+            args: &self.args,
+            call_us: self.call_us.load(Ordering::Relaxed),
+            serve_us,
+            failed,
+        };
+        blocked_stats::on_unblock(server, stats, &ended);
     }
 
     /// The reply once this waiter is served, unblocked or timed out.
@@ -306,12 +312,12 @@ impl Blocking {
             return false;
         }
         let started = quanta::Instant::now();
-        let Some((reply, lsn)) = rerun(server, stats, waiter) else { return false };
-        let rerun_us = started.elapsed().as_micros() as u64;
-        *state = Outcome::Done(reply, lsn);
+        let Some(served) = rerun(server, stats, waiter) else { return false };
+        let serve_us = started.elapsed().as_micros() as u64;
+        *state = Outcome::Done(served.reply, served.lsn);
         drop(state);
         self.unregister(waiter);
-        waiter.log_slow(&server.runtime.slowlog, rerun_us);
+        waiter.record_unblock(server, stats, serve_us, served.failed);
         waiter.notify.notify_one();
         true
     }
@@ -336,15 +342,18 @@ impl Blocking {
     }
 
     /// CLIENT UNBLOCK: ends client `id`'s wait with a timeout reply or an
-    /// UNBLOCKED error, and logs its command in `slowlog` if it was slow;
-    /// false if it is not blocked.
-    pub fn unblock(&self, id: u64, error: bool, slowlog: &SlowLog) -> bool {
+    /// UNBLOCKED error, and records its command's statistics on the calling
+    /// thread (`stats`), as Redis 7.0 does: a failed call either way; false
+    /// if it is not blocked.
+    pub fn unblock(&self, id: u64, error: bool, server: &Server, stats: &WorkerStats) -> bool {
         let Some(waiter) = self.registry.lock().by_client.get(&id).cloned() else { return false };
-        let reply =
-            if error { b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n".to_vec() } else { waiter.null_array() };
+        let reply = if error { UNBLOCKED_ERROR.to_vec() } else { waiter.null_array() };
         let ended = self.finish(&waiter, reply);
         if ended {
-            waiter.log_slow(slowlog, 0);
+            if error {
+                stats.record_error("UNBLOCKED");
+            }
+            waiter.record_unblock(server, stats, 0, true);
         }
         ended
     }
@@ -371,9 +380,17 @@ impl Blocking {
     }
 }
 
-/// Runs a waiter's command again on this thread; its reply (and the LSN of
-/// its logged write) if that served it.
-fn rerun(server: &Server, stats: &WorkerStats, waiter: &Waiter) -> Option<(Vec<u8>, u64)> {
+/// A waiter's command that served it.
+struct Served {
+    reply: Vec<u8>,
+    /// The LSN of its logged write (0: none).
+    lsn: u64,
+    /// Whether its reply is an error.
+    failed: bool,
+}
+
+/// Runs a waiter's command again on this thread; what it did if that served it.
+fn rerun(server: &Server, stats: &WorkerStats, waiter: &Waiter) -> Option<Served> {
     let index = table::lookup(&waiter.args[0])?;
     let spec = table::spec(index);
     let _running = server.tracking.is_active().then(|| crate::tracking::current::enter(waiter.client.id));
@@ -394,23 +411,14 @@ fn rerun(server: &Server, stats: &WorkerStats, waiter: &Waiter) -> Option<(Vec<u
     if let Err(e) = result {
         ctx.out.error(&e.message(spec.name));
     }
-    if let Some(code) = ctx.out.take_error_code() {
-        record_failed_unblock(stats, index, code.as_str());
-    }
+    // Counted in errorstats now; a failed call once its statistics are recorded.
+    let failed = ctx.out.take_error_code().map(|code| stats.record_error(code.as_str())).is_some();
     // What dispatch does after a write: WATCHers and tracking clients of the touched keys see it.
     let touched = spec.key_positions(args.len()).into_iter().map(|p| args[p]);
     for key in touched.chain(waiter.keys.iter().map(Vec::as_slice)) {
         crate::modified::key(server, waiter.db, key);
     }
-    Some((reply, lsn))
-}
-
-/// Counts the error reply a waiter was served with, as Redis's
-/// `updateStatsOnUnblock`: the call was counted when the command blocked; it
-/// now counts as a failed one too.
-fn record_failed_unblock(stats: &WorkerStats, index: usize, code: &str) {
-    stats.record_error(code);
-    stats.per_command[index].failed.add(1);
+    Some(Served { reply, lsn, failed })
 }
 
 #[cfg(test)]

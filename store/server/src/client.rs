@@ -244,6 +244,11 @@ pub struct Client {
     /// `dirty` alone, and no WATCHer is touched (Redis signals no modified
     /// key). Cleared by the dispatcher after every command.
     pub write_was_noop: bool,
+    /// Set by a write handler whose arguments would not replay the same
+    /// (XADD/XTRIM's approximate trim): what to log instead, as Redis's
+    /// `rewriteClientCommandArgument`. Taken by the write path after each
+    /// write command (`persistence::logging::run`).
+    pub log_as: Option<Vec<Vec<u8>>>,
     /// Scripts EVAL and FCALL left here, in order: the connection runs them
     /// off the event loop and puts each reply where the command's would
     /// have gone (see `scripting::run::PendingScript`).
@@ -297,6 +302,7 @@ impl Client {
             wait_aof: None,
             pubsub: None,
             write_was_noop: false,
+            log_as: None,
             pending_scripts: Vec::new(),
             wait_script: false,
             pending_exec: false,

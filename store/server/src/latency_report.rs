@@ -108,6 +108,10 @@ fn advice(event: &str) -> &'static str {
             "O(1)/O(log N) commands were slow: the machine may be overloaded, swapping, or the process \
              descheduled (check CPU steal and memory pressure)."
         }
+        "command-unblocking" => {
+            "Serving blocked clients took long: a write woke a BLMPOP, BZMPOP or XREAD with a large \
+             COUNT. Ask for fewer elements per call."
+        }
         "expire-cycle" => {
             "Active expiry took long: many keys expire at the same time, or big values expire. Spread \
              the expiry times, or set lazyfree-lazy-expire yes."

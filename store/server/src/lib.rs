@@ -25,7 +25,8 @@
 //! - [`commands`]: the command table, the dispatcher, one file per family.
 //! - [`client`]: per-connection state and the registry CLIENT LIST reads;
 //!   [`acl`]: ACL users (ACL SETUSER, AUTH user pass) and the NOPERM check.
-//! - [`blocking`]: clients blocked in BLPOP and friends, and how they are served.
+//! - [`blocking`]: clients blocked in BLPOP and friends, and how they are served;
+//!   [`blocked_stats`]: what their commands count in the statistics, and when.
 //! - [`pubsub`]: channel and pattern subscribers, and delivery across workers;
 //!   [`notify`]: keyspace notifications published through it; [`monitor`]:
 //!   MONITOR's feed of every command run, delivered the same way; [`slowlog`]:
@@ -60,6 +61,7 @@
 pub mod acl;
 pub mod admin;
 mod admission;
+pub mod blocked_stats;
 pub mod blocking;
 pub mod busy_poll;
 pub mod client;

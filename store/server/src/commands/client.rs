@@ -55,7 +55,7 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             Some(_) => return Err(CmdError::Static("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")),
         };
         let id = int_arg(args[2])?;
-        ctx.out.int(ctx.server.blocking.unblock(id as u64, error, &ctx.server.runtime.slowlog) as i64);
+        ctx.out.int(ctx.server.blocking.unblock(id as u64, error, ctx.server, ctx.stats) as i64);
     } else if is(sub, "pause") {
         arity(argc == 3 || argc == 4)?;
         pause(ctx, args[2], args.get(3).copied())?;

@@ -175,9 +175,10 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
     let started = ctx.clock.mark();
     let result = crate::persistence::logging::run(ctx, spec, args);
     let duration_us = ctx.clock.finish(started);
-    counters.record_usec(duration_us);
+    let blocked = matches!(ctx.client.block, crate::blocking::BlockState::Blocked(_));
+    crate::blocked_stats::on_call(counters, duration_us, blocked);
     if let crate::blocking::BlockState::Blocked(waiter) = &ctx.client.block {
-        // Logged when it is served, this time included (Redis's updateStatsOnUnblock).
+        // Its histogram and SLOWLOG wait until it is served, this time included.
         waiter.note_call_us(duration_us);
     } else if ctx.server.runtime.slowlog.wants(index, duration_us)
         && ctx.client.origin != crate::client::Origin::Internal
@@ -194,11 +195,7 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
     let noop = std::mem::take(&mut ctx.client.write_was_noop);
     match result {
         Err(e) => ctx.out.error(&e.message(spec.name)),
-        Ok(())
-            if spec.flags & table::WRITE != 0
-                && !noop
-                && !matches!(ctx.client.block, crate::blocking::BlockState::Blocked(_)) =>
-        {
+        Ok(()) if spec.flags & table::WRITE != 0 && !noop && !blocked => {
             // A command that blocked changed nothing yet (its re-run signals).
             count_changes(ctx, spec, args);
             if tracking || ctx.server.watches.is_active() {

@@ -7,7 +7,8 @@
 //! - this file: the command rows, key lookup and the reply writers shared by
 //!   the family (an ID, an entry).
 //! - [`args`]: parsing of IDs, ranges and XADD/XTRIM's trimming options.
-//! - [`add`]: XADD, XLEN, XDEL, XTRIM, XSETID.
+//! - [`add`]: XADD, XLEN, XDEL, XTRIM, XSETID; [`exact_trim`]: how XADD and
+//!   XTRIM log an approximate trim.
 //! - [`range`]: XRANGE, XREVRANGE.
 //! - [`read`]: XREAD, XREADGROUP.
 //! - [`groups`]: XGROUP and its subcommands.
@@ -18,6 +19,7 @@
 
 mod add;
 mod args;
+mod exact_trim;
 mod groups;
 mod info;
 mod pending;

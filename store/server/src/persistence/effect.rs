@@ -12,6 +12,10 @@
 //!   `SET ... PXAT`, `GETEX` becomes `PEXPIREAT` or `PERSIST`;
 //! - a command that changed nothing it could report (SPOP of nothing,
 //!   EXPIRE of a missing key, GETEX of a missing key) is not logged.
+//!
+//! A form that needs the value's state after the command (XADD and XTRIM's
+//! approximate trim, logged as the exact one) comes from the handler itself,
+//! in `Client::log_as`, and takes precedence (see `logging::log`).
 
 use std::borrow::Cow;
 

@@ -8,6 +8,8 @@
 //! here whenever a log exists: adding a write command cannot skip the log
 //! (and a test checks the WRITE flags against Redis's own command table).
 
+use std::borrow::Cow;
+
 use cairn_engine::durability::{record, Kind, Wal, WalError};
 use cairn_engine::Keyspace;
 use smallvec::SmallVec;
@@ -64,6 +66,13 @@ pub fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[&[u8]]) -> CmdResult {
     if spec.flags & WRITE == 0 {
         return (spec.handler)(ctx, args);
     }
+    let result = run_write(ctx, spec, args);
+    // The handler's form to log, if it gave one, served this command only.
+    ctx.client.log_as = None;
+    result
+}
+
+fn run_write(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[&[u8]]) -> CmdResult {
     let server = ctx.server;
     if let Some(wal) = server.persistence.wal_opened() {
         return execute(ctx, spec, args, wal);
@@ -118,9 +127,14 @@ pub fn execute(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[&[u8]], wal: &Wal)
 fn log(ctx: &mut Ctx<'_>, name: &str, args: &[&[u8]], reply_start: usize, wal: &Wal) -> Result<(), WalError> {
     let now_ms = ctx.now_ms;
     let db = ctx.client.db as u32;
-    // The effect may borrow from the reply (a counter's new value).
+    // What the handler asked to log instead, or the effect, which may
+    // borrow from the reply (a counter's new value).
+    let log_as = ctx.client.log_as.take();
     let reply = &ctx.out.buffer()[reply_start..];
-    let effect = effect::of(name, args, reply, now_ms);
+    let effect = match &log_as {
+        Some(words) => Effect::Rewritten(words.iter().map(|w| Cow::Borrowed(w.as_slice())).collect()),
+        None => effect::of(name, args, reply, now_ms),
+    };
     let rewritten: SmallVec<[&[u8]; effect::INLINE_ARGS]>;
     let logged: &[&[u8]] = match &effect {
         Effect::Nothing => return Ok(()),

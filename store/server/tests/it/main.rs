@@ -15,6 +15,7 @@ mod common;
 mod acl;
 mod admin;
 mod background_priority;
+mod blocked_stats;
 mod config;
 mod config_reload;
 mod crash_sim;

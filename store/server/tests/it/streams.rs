@@ -242,3 +242,44 @@ fn a_reader_unblocked_with_nogroup_counts_as_a_failed_call() {
     assert!(stats.starts_with("calls=1,"), "{stats}");
     assert!(stats.ends_with(",rejected_calls=0,failed_calls=1"), "{stats}");
 }
+
+/// Puts the process-wide `stream-node-max-entries` back to its default when
+/// dropped (declared after the server, so before the next test's starts).
+struct DefaultNodeEntries;
+
+impl Drop for DefaultNodeEntries {
+    fn drop(&mut self) {
+        cairn_engine::types::encoding::LIMITS.stream_node_max_entries.set(100);
+    }
+}
+
+/// What `~` removes depends on the node sizes, so XADD and XTRIM log the
+/// exact trim they did (Redis's stream.tcl "... can propagate correctly"):
+/// replayed with nodes of one entry, the streams come back as they were.
+#[test]
+fn an_approximate_trim_replays_as_the_trim_it_did() {
+    let server = TestServer::start();
+    let _restore = DefaultNodeEntries;
+    let mut c = server.client();
+    c.cmd(&["CONFIG", "SET", "stream-node-max-entries", "10"]);
+    for i in 1..=100 {
+        for key in ["maxlen", "minid", "xtrim", "untrimmed"] {
+            c.cmd(&["XADD", key, &i.to_string(), "x", "v"]);
+        }
+    }
+    // Whole nodes of 10 only, while at least the threshold is left.
+    assert_eq!(c.cmd(&["XADD", "maxlen", "MAXLEN", "~", "85", "LIMIT", "50", "101", "x", "v"]), bulk("101-0"));
+    assert_eq!(c.cmd(&["XLEN", "maxlen"]), int(91));
+    assert_eq!(c.cmd(&["XADD", "minid", "MINID", "~", "15", "101", "x", "v"]), bulk("101-0"));
+    assert_eq!(c.cmd(&["XLEN", "minid"]), int(91));
+    assert_eq!(c.cmd(&["XTRIM", "xtrim", "MAXLEN", "~", "85"]), int(10));
+    assert_eq!(c.cmd(&["XTRIM", "untrimmed", "MAXLEN", "~", "95"]), int(0));
+
+    c.cmd(&["CONFIG", "SET", "stream-node-max-entries", "1"]);
+    assert_eq!(c.cmd(&["DEBUG", "LOADAOF"]), simple("OK"));
+    assert_eq!(c.cmd(&["XLEN", "maxlen"]), int(91));
+    assert_eq!(c.cmd(&["XLEN", "minid"]), int(91));
+    assert_eq!(c.cmd(&["XRANGE", "minid", "-", "+", "COUNT", "1"]), array(vec![entry("11-0", &["x", "v"])]));
+    assert_eq!(c.cmd(&["XLEN", "xtrim"]), int(90));
+    assert_eq!(c.cmd(&["XLEN", "untrimmed"]), int(100));
+}

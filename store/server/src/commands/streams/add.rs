@@ -5,7 +5,7 @@ use cairn_engine::types::stream::{AppendError, NewId, SeqSpec, SetIdError, Strea
 
 use super::super::{is, CmdError, CmdResult, Ctx};
 use super::args::{int_or, parse_add_trim, strict_id};
-use super::{lookup, lookup_or_create, write_id};
+use super::{exact_trim, lookup, lookup_or_create, write_id};
 
 /// XADD key [NOMKSTREAM] [MAXLEN|MINID [=|~] threshold [LIMIT count]] *|id field value [field value ...]
 pub fn xadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
@@ -46,10 +46,11 @@ pub fn xadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     })?;
     write_id(&mut ctx.out, id);
     ctx.notify(ev::STREAM, "xadd", args[1]);
-    if let Some(spec) = parsed.trim {
-        if stream.trim(&spec) > 0 {
+    if let Some(spec) = &parsed.trim {
+        if stream.trim(spec) > 0 {
             ctx.notify(ev::STREAM, "xtrim", args[1]);
         }
+        ctx.client.log_as = exact_trim::logged_form(args, &parsed, stream);
     }
     ctx.server.blocking.signal(db, args[1]);
     Ok(())
@@ -86,12 +87,23 @@ pub fn xtrim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let parsed = parse_add_trim(args, false)?;
     let db = ctx.db();
     let mut shard = ctx.server.keyspace.lock_key(args[1]);
-    let deleted = match (lookup(shard.db(db), args[1], ctx.now_ms)?, parsed.trim) {
-        (Some(stream), Some(spec)) => stream.trim(&spec),
+    let deleted = match (lookup(shard.db(db), args[1], ctx.now_ms)?, &parsed.trim) {
+        (Some(stream), Some(spec)) => {
+            let deleted = stream.trim(spec);
+            if deleted > 0 {
+                ctx.client.log_as = exact_trim::logged_form(args, &parsed, stream);
+            }
+            deleted
+        }
         _ => 0,
     };
     if deleted > 0 {
         ctx.notify(ev::STREAM, "xtrim", args[1]);
+    } else {
+        // Nothing to log or to signal, as Redis does not propagate it: an
+        // approximate trim that removed nothing here may remove entries
+        // from a stream of other node sizes.
+        ctx.client.write_was_noop = true;
     }
     ctx.out.int(deleted as i64);
     Ok(())

@@ -58,6 +58,11 @@ pub struct AddTrimArgs {
     pub trim: Option<TrimSpec>,
     /// Position of XADD's ID argument.
     pub id_pos: usize,
+    /// Position of the MAXLEN or MINID threshold (Redis's
+    /// `trim_strategy_arg_idx`; 0 without a trimming strategy).
+    pub threshold_pos: usize,
+    /// Positions of each `LIMIT` keyword.
+    pub limit_pos: Vec<usize>,
 }
 
 const BOTH_STRATEGIES: CmdError =
@@ -95,12 +100,14 @@ pub fn parse_add_trim(args: &[&[u8]], xadd: bool) -> Result<AddTrimArgs, CmdErro
                 TrimStrategy::MinId(strict_id(args[i + 1])?)
             });
             i += 1;
+            parsed.threshold_pos = i;
         } else if is(opt, "limit") && more > 0 {
             let n = int_arg(args[i + 1])?;
             if n < 0 {
                 return Err(CmdError::Static("ERR The LIMIT argument must be >= 0."));
             }
             limit = Some(n);
+            parsed.limit_pos.push(i);
             i += 1;
         } else if xadd && is(opt, "nomkstream") {
             parsed.no_mkstream = true;
@@ -155,6 +162,7 @@ mod tests {
         let p = parse("XADD s MAXLEN ~ 10 LIMIT 5 * f v", true).expect("test value");
         assert_eq!(p.id_pos, 7);
         assert_eq!(p.trim, Some(TrimSpec { strategy: TrimStrategy::MaxLen(10), approx: true, limit: 5 }));
+        assert_eq!((p.threshold_pos, p.limit_pos), (4, vec![5]));
         let p = parse("XADD s NOMKSTREAM 5-* f v", true).expect("test value");
         assert!(p.no_mkstream);
         assert_eq!(p.id, Some((StreamId::new(5, 0), SeqSpec::Auto)));
