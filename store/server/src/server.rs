@@ -220,7 +220,22 @@ impl Server {
         if tracking_is != tracking_was {
             self.command_latency.set_tracking(&self.workers, tracking_is.as_deref() == Some("yes"));
         }
+        self.enforce_new_limits(&updates);
         Ok(())
+    }
+
+    /// As Redis, lower limits take effect at once, however they were set
+    /// (CONFIG SET, `PUT /v1/config`, the config file's reload): the
+    /// tracking table drops keys, and above `maxmemory` keys are evicted
+    /// (under an evicting policy).
+    fn enforce_new_limits(&self, updates: &[(&'static str, String)]) {
+        if updates.iter().any(|(name, _)| *name == "tracking-table-max-keys") {
+            let max_keys = self.runtime.tracking_table_max_keys.load(std::sync::atomic::Ordering::Relaxed);
+            self.tracking.enforce_limit(max_keys);
+        }
+        if updates.iter().any(|(name, _)| *name == "maxmemory") {
+            crate::maxmemory::make_room(self, cairn_engine::clock::now_ms());
+        }
     }
 
     /// The TLS configuration the `tls-*` parameters among `updates` ask

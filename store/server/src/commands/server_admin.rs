@@ -84,16 +84,8 @@ fn config_set(ctx: &mut Ctx<'_>, pairs: &[&[u8]]) -> CmdResult {
     let texts: Vec<(String, String)> = pairs.chunks_exact(2).map(|pair| (text(pair[0]), text(pair[1]))).collect();
     let changes = texts.iter().map(|(name, value)| (name.as_str(), value.as_str()));
     let updates = config_params::validate_changes(&ctx.server.runtime, changes).map_err(CmdError::err)?;
+    // Lower limits (maxmemory, tracking-table-max-keys) take effect inside.
     ctx.server.set_config(&updates).map_err(CmdError::err)?;
-    if updates.iter().any(|(name, _)| *name == "tracking-table-max-keys") {
-        // A lower limit evicts from the tracking table at once.
-        let max_keys = ctx.server.runtime.tracking_table_max_keys.load(std::sync::atomic::Ordering::Relaxed);
-        ctx.server.tracking.enforce_limit(max_keys);
-    }
-    if updates.iter().any(|(name, _)| *name == "maxmemory") {
-        // As Redis, a lower limit evicts at once (under an evicting policy).
-        crate::maxmemory::make_room(ctx.server, ctx.now_ms);
-    }
     ctx.out.ok();
     Ok(())
 }

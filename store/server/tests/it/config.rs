@@ -104,14 +104,19 @@ fn parameters_given_at_start_are_set_before_clients_come() {
 
 #[test]
 fn a_bad_parameter_at_start_stops_the_start_with_redis_message() {
-    let dir = std::env::temp_dir().join(format!("cairn-it-params-{}", std::process::id()));
-    for (params, expected) in [
+    let base = std::env::temp_dir().join(format!("cairn-it-params-{}", std::process::id()));
+    for (i, (params, expected)) in [
         (vec![("maxmemory", "lots")], "argument must be a memory value"),
         (vec![("no-such-thing", "1")], "Unknown option or number of arguments for CONFIG SET - 'no-such-thing'"),
         (vec![("daemonize", "yes")], "can't set immutable config"),
         (vec![("port", "6400")], "set it with --port"),
         (vec![("appendfsync", "always")], "set it with --durability"),
-    ] {
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        // A directory each: a failed start's threads may hold the previous one's lock a moment longer.
+        let dir = base.join(i.to_string());
         let mut config = cairn_server::Config::for_tests(&dir);
         config.params = params.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect();
         let error = cairn_server::start(config, cairn_server::Shutdown::new()).expect_err("a bad parameter");
@@ -119,7 +124,7 @@ fn a_bad_parameter_at_start_stops_the_start_with_redis_message() {
         assert!(text.starts_with("invalid parameter set at start: "), "{text}");
         assert!(text.contains(expected), "{text} should say {expected}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&base);
 }
 
 /// Runs the `cairn` binary with `args` and a termination message file; returns

@@ -17,11 +17,17 @@ use crate::common::{bulk, simple, Client};
 struct Process {
     child: Child,
     addr: SocketAddr,
+    admin: SocketAddr,
     dir: std::path::PathBuf,
 }
 
 impl Process {
     fn start() -> Process {
+        Process::start_with(&[])
+    }
+
+    /// Started with `extra` arguments too.
+    fn start_with(extra: &[&str]) -> Process {
         let dir = std::env::temp_dir().join(format!(
             "cairn-evict-{}-{}",
             std::process::id(),
@@ -31,21 +37,26 @@ impl Process {
             .args(["--port", "0", "--native-port", "0", "--admin-port", "0", "--threads", "1"])
             .arg("--data-dir")
             .arg(&dir)
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .expect("start cairn");
         let stderr = child.stderr.take().expect("stderr");
         let mut lines = BufReader::new(stderr).lines();
-        let addr = loop {
+        let field = |line: &str, name: &str| -> SocketAddr {
+            let rest = line.split(name).nth(1).unwrap_or_else(|| panic!("no {name} in {line}"));
+            rest.split_whitespace().next().expect("address").parse().expect("socket address")
+        };
+        let (addr, admin) = loop {
             let line = lines.next().expect("cairn exited before it was ready").expect("log line");
-            if let Some(rest) = line.split("Ready to accept connections addr=").nth(1) {
-                break rest.split_whitespace().next().expect("address").parse().expect("socket address");
+            if line.contains("Ready to accept connections addr=") {
+                break (field(&line, "connections addr="), field(&line, "admin_addr="));
             }
         };
         // Keep draining the log so the server never blocks on a full pipe.
         std::thread::spawn(move || lines.for_each(drop));
-        Process { child, addr, dir }
+        Process { child, addr, admin, dir }
     }
 
     fn client(&self) -> Client {
@@ -251,4 +262,37 @@ fn noeviction_refuses_writes_and_still_serves_reads_and_deletes() {
         c.cmd(&["DEL", &format!("k:{i}")]);
     }
     assert_eq!(c.cmd(&["SET", "again", "x"]), simple("OK"));
+}
+
+#[test]
+fn a_lower_maxmemory_from_the_config_file_evicts_at_once() {
+    let file = std::env::temp_dir().join(format!("cairn-evict-reload-{}.toml", std::process::id()));
+    std::fs::write(&file, "[params]\nmaxmemory-policy = \"allkeys-lru\"\n").expect("config");
+    let file_arg = file.display().to_string();
+    let server = Process::start_with(&["--config", &file_arg, "--config-reload-interval", "100ms"]);
+    let mut c = server.client();
+    set_many(&mut c, "k", 3000, None);
+    let max = settled(&mut c) - (1 << 20);
+    let evicted_before = c.info_number("stats", "evicted_keys");
+    // As the kubelet refreshes a ConfigMap: a new file swapped in.
+    let next = file.with_extension("new");
+    std::fs::write(&next, format!("[params]\nmaxmemory-policy = \"allkeys-lru\"\nmaxmemory = {max}\n")).expect("new");
+    std::fs::rename(&next, &file).expect("swap");
+    // No command follows (each would evict first, as in Redis): the reload itself must evict, as
+    // CONFIG SET does. Watched through /metrics, which runs no command.
+    let metric = |name: &str| -> u64 {
+        let body = crate::common::http::get(server.admin, "/metrics").body;
+        let line = body.lines().find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '));
+        line.and_then(|l| l.rsplit(' ').next()).and_then(|v| v.parse::<f64>().ok()).map_or(0, |v| v as u64)
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while metric("cairn_memory_max_bytes") != max {
+        assert!(std::time::Instant::now() < deadline, "maxmemory {max} never applied");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let evicted = metric("cairn_evicted_keys_total") - evicted_before;
+    let used = metric("cairn_memory_used_bytes");
+    assert!(evicted > 0, "nothing evicted when the limit came down to {max} (used {used})");
+    assert!(used <= max + SLACK + (16 << 20), "used {used} against {max}");
+    let _ = std::fs::remove_file(&file);
 }
