@@ -363,8 +363,10 @@ impl Default for Config {
 pub enum ConfigError {
     #[error("cannot read config file {path}: {source}")]
     Read { path: PathBuf, source: std::io::Error },
-    #[error("invalid config file {path}: {source}")]
-    Parse { path: PathBuf, source: Box<toml::de::Error> },
+    /// Where and what, on one line, never quoting a credential
+    /// (`config_reload::version::toml_error`).
+    #[error("invalid config file {path}: {reason}")]
+    Parse { path: PathBuf, reason: String },
     #[error("invalid setting {name}: {reason}")]
     Invalid { name: &'static str, reason: String },
 }
@@ -617,8 +619,10 @@ fn admin_token(inline: Option<String>, file: Option<&Path>) -> Result<Option<Str
 fn read_file(path: &Path) -> Result<(Args, crate::config_reload::version::Loaded), ConfigError> {
     let text =
         std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
-    let args = toml::from_str(&text)
-        .map_err(|source| ConfigError::Parse { path: path.to_path_buf(), source: Box::new(source) })?;
+    let args = toml::from_str(&text).map_err(|source| ConfigError::Parse {
+        path: path.to_path_buf(),
+        reason: crate::config_reload::version::toml_error(&text, &source),
+    })?;
     let loaded = crate::config_reload::version::Loaded::from_text(&text)
         .map_err(|reason| ConfigError::Invalid { name: "params", reason })?;
     Ok((args, loaded))
@@ -760,7 +764,13 @@ mod tests {
         let file = dir.join("cairn.toml");
         std::fs::write(&file, "prot = 7000\n").unwrap();
         let args = Args::parse_from(["cairn", "--config", file.to_str().unwrap()]);
-        assert!(matches!(Config::resolve(args), Err(ConfigError::Parse { .. })));
+        let error = Config::resolve(args).expect_err("unknown key").to_string();
+        assert!(error.contains("line 1, column 1: unknown field `prot`") && !error.contains('\n'), "{error}");
+        // A credential's line is not quoted, even when its value is what is wrong.
+        std::fs::write(&file, "requirepass = s3cret\n").unwrap();
+        let args = Args::parse_from(["cairn", "--config", file.to_str().unwrap()]);
+        let error = Config::resolve(args).expect_err("not TOML").to_string();
+        assert!(error.contains("line 1") && !error.contains("s3cret"), "{error}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

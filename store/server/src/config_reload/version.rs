@@ -58,7 +58,7 @@ const SECRET_KEYS: &[&str] = &["requirepass", "masterauth", "admin-token"];
 /// A TOML error as logs may show it: where, and what, without the quoted
 /// source line toml's own text includes, and without the message when the
 /// line sets a credential (the message may quote the value).
-fn toml_error(text: &str, error: &toml::de::Error) -> String {
+pub fn toml_error(text: &str, error: &toml::de::Error) -> String {
     let Some(at) = error.span().map(|span| span.start.min(text.len())) else {
         return error.message().trim().to_string();
     };
