@@ -1,7 +1,8 @@
 //! The Grafana dashboards in dashboards/: every panel query parses as PromQL
 //! (the `promql-parser` crate, after substituting Grafana's variables),
 //! selects by `$instance` and `$pod`, and names only metrics a running Cairn
-//! exports (scraped from an in-process server's /metrics).
+//! exports (scraped from an in-process server's /metrics); and every metric
+//! family exported is documented in docs/metrics.md.
 
 use crate::common;
 
@@ -132,4 +133,39 @@ fn a_query_naming_an_unknown_metric_is_caught() {
     selectors(&expr, &mut found);
     assert_eq!(found.iter().map(|v| v.name.as_deref()).collect::<Vec<_>>(), vec![Some("cairn_nope_total")]);
     assert!(parser::parse("sum(rate(x[5m])").is_err());
+}
+
+/// Metric families (`# TYPE name kind`) in an exposition.
+fn families(metrics: &str) -> Vec<(String, String)> {
+    metrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split_once(' '))
+        .map(|(name, kind)| (name.to_string(), kind.trim().to_string()))
+        .collect()
+}
+
+/// Whether docs/metrics.md names the family (a counter by its `_total` sample name, or by its own).
+fn documented(doc: &str, name: &str) -> bool {
+    doc.contains(&format!("`{name}`")) || doc.contains(&format!("`{name}_total`"))
+}
+
+#[test]
+fn every_exported_metric_family_is_documented() {
+    let server = common::TestServer::start();
+    let mut c = server.client();
+    // Traffic that brings out the labelled families: commands, errors, a blocking pop that times out.
+    c.cmd(&["SET", "k", "v"]);
+    c.cmd(&["GET", "k"]);
+    c.cmd(&["INCR", "k"]);
+    c.cmd(&["BLPOP", "nolist", "0.01"]);
+    let exposition = common::http::get(server.admin_addr(), "/metrics").body;
+    let found = families(&exposition);
+    assert!(found.len() >= 40, "only {} families: {found:?}", found.len());
+    let doc_path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/metrics.md");
+    let doc = std::fs::read_to_string(&doc_path).expect("docs/metrics.md");
+    let missing: Vec<&(String, String)> = found.iter().filter(|(name, _)| !documented(&doc, name)).collect();
+    assert!(missing.is_empty(), "exported but not in docs/metrics.md: {missing:?}");
+    // The check can fail: a family docs/metrics.md does not name is caught.
+    assert!(!documented(&doc, "cairn_not_a_metric"));
 }
