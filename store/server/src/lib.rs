@@ -8,7 +8,8 @@
 //!   [`startup_params`]: CONFIG parameters set at start (`--param`, `[params]`);
 //!   [`config_reload`]: the file's `[params]` applied again when it changes
 //!   (checked periodically, and on SIGHUP);
-//!   [`termination_message`]: where a fatal error is also written (`--termination-message-path`).
+//!   [`termination_message`]: where a fatal error is also written (`--termination-message-path`);
+//!   [`periodic`]: a check repeated on the admin thread (the file watchers).
 //! - [`cpus`]: CPU lists and the affinity mask (one worker per allowed CPU);
 //!   [`rebalance`]: moving connections between workers as the load needs;
 //!   [`cpu_quota`]: the cgroup's CPU limit (spinning is off under one).
@@ -88,6 +89,7 @@ pub mod monitor;
 pub mod native;
 pub mod notify;
 pub mod pause;
+pub mod periodic;
 pub mod persistence;
 pub mod pubsub;
 pub mod rebalance;

@@ -10,15 +10,8 @@ use crate::server::Server;
 
 /// Checks the file every `every` until the server stops.
 pub async fn run(server: Arc<Server>, every: Duration) {
-    let mut tick = tokio::time::interval(every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    tick.tick().await;
-    loop {
-        tokio::select! {
-            _ = server.shutdown.wait() => return,
-            _ = tick.tick() => {
-                server.config_reload.check(&server);
-            }
-        }
-    }
+    crate::periodic::every(&server, every, || {
+        server.config_reload.check(&server);
+    })
+    .await;
 }

@@ -19,15 +19,8 @@ pub async fn run(server: Arc<Server>, every: std::time::Duration) {
     let Some(tls) = server.tls.as_ref() else {
         return;
     };
-    let mut tick = tokio::time::interval(every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    tick.tick().await;
-    loop {
-        tokio::select! {
-            _ = server.shutdown.wait() => return,
-            _ = tick.tick() => {
-                tls.reload_if_changed();
-            }
-        }
-    }
+    crate::periodic::every(&server, every, || {
+        tls.reload_if_changed();
+    })
+    .await;
 }
