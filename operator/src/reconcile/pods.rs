@@ -67,11 +67,8 @@ fn container_trouble(status: &ContainerStatus, pod: &str) -> Option<PodTrouble> 
         }
         if reason == "CrashLoopBackOff" {
             let last = status.last_state.as_ref().and_then(|s| s.terminated.as_ref());
-            let message = format!(
-                "pod {pod}: the server keeps exiting ({} restarts){}",
-                status.restart_count,
-                last.map(exit_summary).unwrap_or_default()
-            );
+            // No restart count: the message (and its Event) stays the same from one restart to the next.
+            let message = format!("pod {pod}: the server keeps exiting{}", last.map(exit_summary).unwrap_or_default());
             return Some(PodTrouble { reason: "CrashLoopBackOff", message: fit(message) });
         }
         return None;
@@ -147,8 +144,8 @@ mod tests {
         assert_eq!(t.reason, "CrashLoopBackOff");
         assert_eq!(
             t.message,
-            "pod demo-0: the server keeps exiting (3 restarts); last exit code 1: invalid configuration: invalid \
-             config file /etc/cairn/cairn.toml: unknown field `maxclient`"
+            "pod demo-0: the server keeps exiting; last exit code 1: invalid configuration: invalid config file \
+             /etc/cairn/cairn.toml: unknown field `maxclient`"
         );
     }
 
