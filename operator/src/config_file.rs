@@ -3,7 +3,8 @@
 //! sets from the spec (`maxmemory`, `maxmemory-policy`: [`crate::maxmemory::server_params`])
 //! merged into its `[params]` table.
 //!
-//! The server rereads its mounted config file (`--config-reload-interval`, default 5 s, after
+//! The server rereads its mounted config file (`--config-reload-interval 5s`, which the operator
+//! passes and refuses in `spec.config`, after
 //! the kubelet has refreshed the ConfigMap volume) and applies a changed `[params]` table
 //! without a restart. So the pod template carries a hash of the user's part of the file only
 //! ([`restart_part`]): a change of `spec.maxmemory` or `spec.maxmemoryPolicy` reaches the
@@ -24,14 +25,22 @@ pub fn problems(config: &str) -> Vec<String> {
         Ok(table) => table,
         Err(e) => return vec![format!("config: not valid TOML: {}", one_line(&e.to_string()))],
     };
+    let mut problems = Vec::new();
+    if table.keys().any(|k| k.eq_ignore_ascii_case(sc::CONFIG_RELOAD_INTERVAL_KEY)) {
+        problems.push(format!(
+            "config: {} is set by the operator (spec.maxmemory changes reach the server through it)",
+            sc::CONFIG_RELOAD_INTERVAL_KEY
+        ));
+    }
     let Some(params) = table.get(sc::CONFIG_PARAMS_TABLE) else {
-        return Vec::new();
+        return problems;
     };
     let Some(params) = params.as_table() else {
-        return vec![format!("config: {} must be a table ([{0}])", sc::CONFIG_PARAMS_TABLE)];
+        problems.push(format!("config: {} must be a table ([{0}])", sc::CONFIG_PARAMS_TABLE));
+        return problems;
     };
     let owned = [(sc::PARAM_MAXMEMORY, "spec.maxmemory"), (sc::PARAM_MAXMEMORY_POLICY, "spec.maxmemoryPolicy")];
-    params
+    let owned_set = params
         .keys()
         .filter_map(|name| owned.iter().find(|(param, _)| name.eq_ignore_ascii_case(param)))
         .map(|(param, field)| {
@@ -39,8 +48,9 @@ pub fn problems(config: &str) -> Vec<String> {
                 "config: [{}] sets {param}, which the operator sets from {field}: use {field} instead",
                 sc::CONFIG_PARAMS_TABLE
             )
-        })
-        .collect()
+        });
+    problems.extend(owned_set);
+    problems
 }
 
 /// The file's text: `spec.config` with the operator's parameters in `[params]`. A spec whose
@@ -136,5 +146,8 @@ mod tests {
         assert!(owned[0].contains("use spec.maxmemory instead"), "{owned:?}");
         assert!(owned[1].contains("use spec.maxmemoryPolicy instead"), "{owned:?}");
         assert_eq!(problems("params = { maxmemory = \"1gb\" }\n").len(), 1);
+        let reload = problems("config-reload-interval = 0\n");
+        assert_eq!(reload.len(), 1);
+        assert!(reload[0].contains("set by the operator"), "{reload:?}");
     }
 }

@@ -30,6 +30,14 @@ pub const LOG_FORMAT_JSON: &str = "json";
 /// Where the server also writes the error that stops it: the pod's termination message
 /// ([`TERMINATION_MESSAGE_PATH`]), which the operator quotes in the store's status.
 pub const FLAG_TERMINATION_MESSAGE_PATH: &str = "--termination-message-path";
+/// How often the server rereads its config file for changed `[params]`, which it applies live.
+/// The operator sets it (and refuses it in `spec.config`): a change of `spec.maxmemory` reaches
+/// the running server through it, without a restart.
+pub const FLAG_CONFIG_RELOAD_INTERVAL: &str = "--config-reload-interval";
+/// The config file key of the same setting.
+pub const CONFIG_RELOAD_INTERVAL_KEY: &str = "config-reload-interval";
+/// The interval the operator asks for.
+pub const CONFIG_RELOAD_INTERVAL: &str = "5s";
 /// The memory limit parameter, in bytes (`spec.maxmemory`).
 pub const PARAM_MAXMEMORY: &str = "maxmemory";
 /// The eviction policy parameter (`spec.maxmemoryPolicy`).

@@ -120,6 +120,8 @@ fn the_server_accepts_the_statefulset_arguments_of_every_example() {
         // The kubelet probes the admin port from outside the pod.
         assert_eq!(config.admin_bind, sc::BIND_ALL);
         assert_eq!(config.data_dir, PathBuf::from(sc::DATA_DIR));
+        // The file is watched: a spec.maxmemory change reaches the server without a restart.
+        assert_eq!(config.config_reload_interval, std::time::Duration::from_secs(5));
         // maxmemory and its policy reach the server as CONFIG parameters it accepts.
         let params = start_params(&config);
         for want in expected_memory_params(&store) {

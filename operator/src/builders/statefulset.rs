@@ -44,6 +44,8 @@ pub fn args(store: &KVStore) -> Vec<String> {
         spec.cpus.to_string(),
         sc::FLAG_CONFIG.into(),
         format!("{}/{}", sc::CONFIG_DIR, sc::CONFIG_FILE_NAME),
+        sc::FLAG_CONFIG_RELOAD_INTERVAL.into(),
+        sc::CONFIG_RELOAD_INTERVAL.into(),
         sc::FLAG_LOG_FORMAT.into(),
         sc::LOG_FORMAT_JSON.into(),
         sc::FLAG_TERMINATION_MESSAGE_PATH.into(),
@@ -322,6 +324,7 @@ mod tests {
         assert_eq!(flag(&args, "--data-dir"), Some("/data"));
         assert_eq!(flag(&args, "--config"), Some("/etc/cairn/cairn.toml"));
         assert_eq!(flag(&args, "--log-format"), Some("json"));
+        assert_eq!(flag(&args, "--config-reload-interval"), Some("5s"));
     }
 
     #[test]
