@@ -23,13 +23,6 @@ pub struct Plan {
     pub restart: Vec<String>,
 }
 
-impl Plan {
-    /// Whether the new version asks for nothing to be set.
-    pub fn sets_nothing(&self) -> bool {
-        self.set.is_empty()
-    }
-}
-
 /// Compares `next` with `applied`; `flag_owned` holds the canonical names
 /// `--param` sets.
 pub fn plan(applied: &FileVersion, next: &FileVersion, flag_owned: &[String]) -> Plan {
@@ -91,7 +84,6 @@ mod tests {
     #[test]
     fn the_same_version_sets_nothing() {
         let applied = version("port = 1\n[params]\nmaxmemory = \"1mb\"\n");
-        assert!(plan(&applied, &applied.clone(), &[]).sets_nothing());
         assert_eq!(plan(&applied, &applied.clone(), &[]), Plan::default());
     }
 
