@@ -26,6 +26,9 @@
 //! 4. A waiter whose deadline passes, whose client is unblocked (CLIENT
 //!    UNBLOCK), killed or gone leaves every queue.
 //!
+//! WAIT blocks on no key ([`Blocking::block_without_keys`]): only its
+//! deadline, CLIENT UNBLOCK or its client's end release it.
+//!
 //! Lock order: a waiter's state, then shard locks, then the registry; the
 //! registry lock is innermost and never held while running a command.
 
@@ -117,11 +120,17 @@ pub struct Waiter {
 }
 
 impl Waiter {
-    /// The reply bytes for a null array in this client's protocol (the
-    /// timeout reply of every blocking pop).
-    fn null_array(&self) -> Vec<u8> {
+    /// The reply when the wait ends without being served (timeout, CLIENT
+    /// UNBLOCK): a null array in this client's protocol for every blocking
+    /// pop, 0 (replicas that acknowledged) for WAIT, which waits on no key.
+    fn timeout_reply(&self) -> Vec<u8> {
         let mut buf = Vec::with_capacity(4);
-        ReplyWriter::new(&mut buf, self.protocol).null_array();
+        let mut out = ReplyWriter::new(&mut buf, self.protocol);
+        if self.keys.is_empty() {
+            out.int(0);
+        } else {
+            out.null_array();
+        }
         buf
     }
 
@@ -158,7 +167,7 @@ impl Waiter {
             }
             let now = cairn_engine::clock::now_ms();
             if now >= self.deadline_ms {
-                blocking.finish(self, self.null_array());
+                blocking.finish(self, self.timeout_reply());
                 continue;
             }
             tokio::select! {
@@ -247,6 +256,16 @@ impl Blocking {
         drop(reg);
         client.block = BlockState::Blocked(waiter);
         true
+    }
+
+    /// Blocks a client on no key until `deadline_ms` (0: forever), CLIENT
+    /// UNBLOCK or its disconnection, which all end it with 0 (WAIT). False
+    /// when the client may not block.
+    pub fn block_without_keys(&self, client: &mut Client, args: &[&[u8]], deadline_ms: u64) -> bool {
+        match client.block {
+            BlockState::Allowed => self.block(client, args, &[], deadline_ms),
+            _ => false,
+        }
     }
 
     /// Notes that `key` in `db` may now serve blocked clients.
@@ -347,7 +366,7 @@ impl Blocking {
     /// if it is not blocked.
     pub fn unblock(&self, id: u64, error: bool, server: &Server, stats: &WorkerStats) -> bool {
         let Some(waiter) = self.registry.lock().by_client.get(&id).cloned() else { return false };
-        let reply = if error { UNBLOCKED_ERROR.to_vec() } else { waiter.null_array() };
+        let reply = if error { UNBLOCKED_ERROR.to_vec() } else { waiter.timeout_reply() };
         let ended = self.finish(&waiter, reply);
         if ended {
             if error {

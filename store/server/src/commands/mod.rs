@@ -38,6 +38,7 @@ pub mod table;
 pub mod timing;
 pub mod transactions;
 pub mod typed;
+pub mod wait;
 pub mod zsets;
 
 use cairn_protocol::ReplyWriter;

@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use super::{
     acl, bits, client, connection, debug, dump, expire, functions, geo, hashes, hyperloglog, info, introspection, keys,
-    latency, lists, pubsub, scripting, server_admin, sets, slowlog, sort, streams, strings, transactions, zsets,
+    latency, lists, pubsub, scripting, server_admin, sets, slowlog, sort, streams, strings, transactions, wait, zsets,
     Handler,
 };
 
@@ -145,6 +145,7 @@ pub static CORE: &[CommandSpec] = &[
     c("bgsave", -1, ADMIN, NONE, server_admin::bgsave),
     c("bgrewriteaof", 1, ADMIN, NONE, server_admin::bgsave),
     c("waitaof", 4, 0, NONE, crate::persistence::waitaof::waitaof),
+    c("wait", 3, 0, NONE, wait::wait),
     c("cluster", -2, SUBCOMMANDS, NONE, server_admin::cluster),
     // keys
     c("del", -2, W, KALL, keys::del),

@@ -48,4 +48,5 @@ mod streams;
 mod tier_switch;
 mod tls;
 mod tracking;
+mod wait;
 mod zsets;
