@@ -54,9 +54,11 @@ pub struct ClientHandle {
     /// (see [`crate::commands::table::subcommand_slot`]); 0 for none.
     pub last_subcommand: AtomicU8,
     pub no_evict: AtomicBool,
-    /// Pub/sub channels and patterns subscribed (CLIENT LIST sub=, psub=).
+    /// Pub/sub channels, patterns and shard channels subscribed (CLIENT
+    /// LIST sub=, psub=, ssub=).
     pub sub_channels: AtomicUsize,
     pub sub_patterns: AtomicUsize,
+    pub sub_shard_channels: AtomicUsize,
     /// Whether the connection can carry pushes it did not ask for (false
     /// for the native protocol and in-process sessions): client-side
     /// caching is refused there, and nothing is redirected to it.
@@ -93,6 +95,7 @@ impl ClientHandle {
             no_evict: AtomicBool::new(false),
             sub_channels: AtomicUsize::new(0),
             sub_patterns: AtomicUsize::new(0),
+            sub_shard_channels: AtomicUsize::new(0),
             accepts_pushes: AtomicBool::new(true),
             inbox: crate::tracking::inbox::Inbox::default(),
             killed: AtomicBool::new(false),
@@ -136,7 +139,10 @@ impl ClientHandle {
 
     /// Whether the client has pub/sub subscriptions (CLIENT LIST/KILL TYPE pubsub).
     pub fn is_subscriber(&self) -> bool {
-        self.sub_channels.load(Ordering::Relaxed) + self.sub_patterns.load(Ordering::Relaxed) > 0
+        self.sub_channels.load(Ordering::Relaxed)
+            + self.sub_patterns.load(Ordering::Relaxed)
+            + self.sub_shard_channels.load(Ordering::Relaxed)
+            > 0
     }
 
     pub fn is_killed(&self) -> bool {

@@ -1,9 +1,12 @@
 //! Pub/sub: which connection listens to which channel or pattern, and how a
 //! PUBLISH on one worker reaches connections on any other.
 //!
-//! - [`PubSub`] (one per server): channel → subscribers and pattern →
-//!   subscribers, behind one lock that only (un)subscribe and publish take
-//!   (publish takes it shared).
+//! - [`PubSub`] (one per server): channel → subscribers, pattern →
+//!   subscribers and shard channel → subscribers, behind one lock that only
+//!   (un)subscribe and publish take (publish takes it shared). Shard
+//!   channels (SSUBSCRIBE, SPUBLISH: Redis 7.0's sharded pub/sub) are a
+//!   namespace of their own, without patterns; with no cluster, as in Redis
+//!   without cluster mode, every shard channel lives on this server.
 //! - [`Subscriber`] (one per subscribed connection): a queue of messages
 //!   already encoded for the connection's protocol (RESP2 array or RESP3
 //!   push) plus a [`Notify`]. The connection loop waits on it while idle and
@@ -88,6 +91,7 @@ pub struct Subscriptions {
     pub channels: hashbrown::HashSet<Vec<u8>, foldhash::fast::RandomState>,
     /// In subscription order, as Redis keeps them.
     pub patterns: Vec<Vec<u8>>,
+    pub shard_channels: hashbrown::HashSet<Vec<u8>, foldhash::fast::RandomState>,
 }
 
 impl Subscriptions {
@@ -96,19 +100,33 @@ impl Subscriptions {
             subscriber: Arc::new(Subscriber::new(handle)),
             channels: Default::default(),
             patterns: Vec::new(),
+            shard_channels: Default::default(),
         }
     }
 
-    /// The count subscribe/unsubscribe replies carry.
+    /// The count (p)subscribe/(p)unsubscribe replies carry: channels and
+    /// patterns (Redis's `clientSubscriptionsCount`).
     pub fn count(&self) -> usize {
         self.channels.len() + self.patterns.len()
     }
 
-    /// Shows the counts to other connections (CLIENT LIST sub= and psub=).
+    /// The count ssubscribe/sunsubscribe replies carry: shard channels.
+    pub fn shard_count(&self) -> usize {
+        self.shard_channels.len()
+    }
+
+    /// Every subscription: the connection is in subscribed mode while this
+    /// is not 0.
+    pub fn total(&self) -> usize {
+        self.count() + self.shard_count()
+    }
+
+    /// Shows the counts to other connections (CLIENT LIST sub=, psub=, ssub=).
     fn publish_counts(&self) {
         let handle = &self.subscriber.handle;
         handle.sub_channels.store(self.channels.len(), Ordering::Relaxed);
         handle.sub_patterns.store(self.patterns.len(), Ordering::Relaxed);
+        handle.sub_shard_channels.store(self.shard_channels.len(), Ordering::Relaxed);
     }
 }
 
@@ -116,6 +134,7 @@ impl Subscriptions {
 struct Registry {
     channels: ByName,
     patterns: ByName,
+    shard_channels: ByName,
 }
 
 /// The server's pub/sub registry.
@@ -166,6 +185,24 @@ impl PubSub {
         true
     }
 
+    pub fn ssubscribe(&self, subs: &mut Subscriptions, channel: &[u8]) -> Changed {
+        if !subs.shard_channels.insert(channel.to_vec()) {
+            return false;
+        }
+        add(&mut self.inner.write().shard_channels, channel, &subs.subscriber);
+        subs.publish_counts();
+        true
+    }
+
+    pub fn sunsubscribe(&self, subs: &mut Subscriptions, channel: &[u8]) -> Changed {
+        if !subs.shard_channels.remove(channel) {
+            return false;
+        }
+        remove(&mut self.inner.write().shard_channels, channel, subs.subscriber.handle.id);
+        subs.publish_counts();
+        true
+    }
+
     /// Drops every subscription of a connection (disconnect, RESET).
     pub fn forget(&self, subs: &Subscriptions) {
         let id = subs.subscriber.handle.id;
@@ -176,10 +213,14 @@ impl PubSub {
         for pattern in &subs.patterns {
             remove(&mut registry.patterns, pattern, id);
         }
+        for channel in &subs.shard_channels {
+            remove(&mut registry.shard_channels, channel, id);
+        }
         drop(registry);
         let handle = &subs.subscriber.handle;
         handle.sub_channels.store(0, Ordering::Relaxed);
         handle.sub_patterns.store(0, Ordering::Relaxed);
+        handle.sub_shard_channels.store(0, Ordering::Relaxed);
     }
 
     /// Delivers `message` to the subscribers of `channel` and of every
@@ -190,7 +231,7 @@ impl PubSub {
         if let Some(members) = registry.channels.get(channel) {
             let mut frames = Frames::default();
             for subscriber in members.values() {
-                subscriber.deliver(frames.get(subscriber.resp3(), || (None, channel, message)));
+                subscriber.deliver(frames.get(subscriber.resp3(), || (Kind::Message, channel, message)));
             }
             receivers += members.len();
         }
@@ -200,32 +241,49 @@ impl PubSub {
             }
             let mut frames = Frames::default();
             for subscriber in members.values() {
-                subscriber.deliver(frames.get(subscriber.resp3(), || (Some(pattern), channel, message)));
+                subscriber.deliver(frames.get(subscriber.resp3(), || (Kind::PMessage(pattern), channel, message)));
             }
             receivers += members.len();
         }
         receivers
     }
 
-    /// Channels with at least one subscriber, optionally filtered by a glob.
-    pub fn channels(&self, pattern: Option<&[u8]>) -> Vec<Vec<u8>> {
+    /// Delivers `message` to the subscribers of shard channel `channel`
+    /// (SPUBLISH: no patterns); returns how many received it.
+    pub fn spublish(&self, channel: &[u8], message: &[u8]) -> usize {
         let registry = self.inner.read();
-        registry
-            .channels
-            .keys()
-            .filter(|c| pattern.is_none_or(|p| cairn_engine::glob::matches(p, c, false)))
-            .cloned()
-            .collect()
+        let Some(members) = registry.shard_channels.get(channel) else { return 0 };
+        let mut frames = Frames::default();
+        for subscriber in members.values() {
+            subscriber.deliver(frames.get(subscriber.resp3(), || (Kind::SMessage, channel, message)));
+        }
+        members.len()
     }
 
-    /// Subscribers of one channel (PUBSUB NUMSUB).
-    pub fn numsub(&self, channel: &[u8]) -> usize {
-        self.inner.read().channels.get(channel).map_or(0, |m| m.len())
+    /// Channels with at least one subscriber, optionally filtered by a glob
+    /// (PUBSUB CHANNELS); shard channels with `shard` (PUBSUB SHARDCHANNELS).
+    pub fn channels(&self, shard: bool, pattern: Option<&[u8]>) -> Vec<Vec<u8>> {
+        let registry = self.inner.read();
+        let by_name = if shard { &registry.shard_channels } else { &registry.channels };
+        by_name.keys().filter(|c| pattern.is_none_or(|p| cairn_engine::glob::matches(p, c, false))).cloned().collect()
+    }
+
+    /// Subscribers of one channel (PUBSUB NUMSUB) or shard channel (PUBSUB
+    /// SHARDNUMSUB).
+    pub fn numsub(&self, shard: bool, channel: &[u8]) -> usize {
+        let registry = self.inner.read();
+        let by_name = if shard { &registry.shard_channels } else { &registry.channels };
+        by_name.get(channel).map_or(0, |m| m.len())
     }
 
     /// Distinct channels with subscribers (INFO pubsub_channels).
     pub fn channel_count(&self) -> usize {
         self.inner.read().channels.len()
+    }
+
+    /// Distinct shard channels with subscribers (INFO pubsubshard_channels).
+    pub fn shard_channel_count(&self) -> usize {
+        self.inner.read().shard_channels.len()
     }
 
     /// Distinct patterns with subscribers (PUBSUB NUMPAT, INFO pubsub_patterns).
@@ -263,32 +321,48 @@ struct Frames {
     resp3: Option<Vec<u8>>,
 }
 
-type Parts<'a> = (Option<&'a [u8]>, &'a [u8], &'a [u8]);
+/// What kind of message a subscriber gets.
+#[derive(Clone, Copy, Debug)]
+pub enum Kind<'a> {
+    /// `message`: a channel it subscribed to.
+    Message,
+    /// `pmessage`: a channel matching this pattern it subscribed to.
+    PMessage(&'a [u8]),
+    /// `smessage`: a shard channel it subscribed to.
+    SMessage,
+}
+
+type Parts<'a> = (Kind<'a>, &'a [u8], &'a [u8]);
 
 impl Frames {
     fn get<'a>(&mut self, resp3: bool, parts: impl FnOnce() -> Parts<'a>) -> &[u8] {
         let slot = if resp3 { &mut self.resp3 } else { &mut self.resp2 };
         slot.get_or_insert_with(|| {
-            let (pattern, channel, message) = parts();
-            encode_message(resp3, pattern, channel, message)
+            let (kind, channel, message) = parts();
+            encode_message(resp3, kind, channel, message)
         })
     }
 }
 
-/// `message` (or `pmessage` when a pattern matched) as the subscriber reads it.
-pub fn encode_message(resp3: bool, pattern: Option<&[u8]>, channel: &[u8], message: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(32 + channel.len() + message.len() + pattern.map_or(0, |p| p.len()));
+/// `message`, `pmessage` or `smessage` as the subscriber reads it.
+pub fn encode_message(resp3: bool, kind: Kind<'_>, channel: &[u8], message: &[u8]) -> Vec<u8> {
+    let pattern_len = if let Kind::PMessage(pattern) = kind { pattern.len() } else { 0 };
+    let mut out = Vec::with_capacity(32 + channel.len() + message.len() + pattern_len);
     let version = if resp3 { ProtocolVersion::Resp3 } else { ProtocolVersion::Resp2 };
     let mut w = cairn_protocol::ReplyWriter::new(&mut out, version);
-    match pattern {
-        Some(pattern) => {
+    match kind {
+        Kind::PMessage(pattern) => {
             w.push(4);
             w.bulk(b"pmessage");
             w.bulk(pattern);
         }
-        None => {
+        Kind::Message => {
             w.push(3);
             w.bulk(b"message");
+        }
+        Kind::SMessage => {
+            w.push(3);
+            w.bulk(b"smessage");
         }
     }
     w.bulk(channel);
@@ -302,9 +376,16 @@ mod tests {
 
     #[test]
     fn messages_encode_per_protocol() {
-        assert_eq!(encode_message(false, None, b"ch", b"hi"), b"*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n");
         assert_eq!(
-            encode_message(true, Some(b"c*"), b"ch", b"hi"),
+            encode_message(false, Kind::Message, b"ch", b"hi"),
+            b"*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n"
+        );
+        assert_eq!(
+            encode_message(false, Kind::SMessage, b"ch", b"hi"),
+            b"*3\r\n$8\r\nsmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n"
+        );
+        assert_eq!(
+            encode_message(true, Kind::PMessage(b"c*"), b"ch", b"hi"),
             b">4\r\n$8\r\npmessage\r\n$2\r\nc*\r\n$2\r\nch\r\n$2\r\nhi\r\n"
         );
     }

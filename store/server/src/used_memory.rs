@@ -120,3 +120,14 @@ pub fn used_memory() -> u64 {
 pub fn is_counted() -> bool {
     allocated_bytes().is_some()
 }
+
+/// Returns free heap memory to the operating system where the allocator can
+/// (glibc's `malloc_trim`), as MEMORY PURGE asks Redis's jemalloc to.
+pub fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks the allocator's own free lists; it is
+    // thread-safe and has no preconditions.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}

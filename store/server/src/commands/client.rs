@@ -167,6 +167,7 @@ pub fn describe(
     let idle = now_ms.saturating_sub(c.last_interaction_ms.load(Ordering::Relaxed)) / 1000;
     let sub = c.sub_channels.load(Ordering::Relaxed);
     let psub = c.sub_patterns.load(Ordering::Relaxed);
+    let ssub = c.sub_shard_channels.load(Ordering::Relaxed);
     // Tracking: `t`, `R` (broken redirection), `B` (BCAST), and `redir=`.
     let tracked = tracking.tracker(c.id).map(|t| {
         let state = t.state.lock();
@@ -175,7 +176,7 @@ pub fn describe(
     let (broken, bcast, redir) = tracked.map_or((false, false, -1), |t| t);
     let mut flags = String::new();
     let named = [
-        (sub + psub > 0, 'P'),
+        (sub + psub + ssub > 0, 'P'),
         (blocked, 'b'),
         (tracked.is_some(), 't'),
         (broken, 'R'),
@@ -191,7 +192,7 @@ pub fn describe(
         flags.push('N');
     }
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub=0 multi=-1 \
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi=-1 \
          qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} \
          user={} redir={} resp={} lib-name={} lib-ver={}",
         c.id,
@@ -205,6 +206,7 @@ pub fn describe(
         c.db.load(Ordering::Relaxed),
         sub,
         psub,
+        ssub,
         qbuf,
         cmd,
         c.user_name(),

@@ -53,6 +53,13 @@ const IMPLEMENTED_SUBCOMMANDS: &[&str] = &[
     "memory|usage",
     "memory|doctor",
     "memory|help",
+    "memory|purge",
+    "memory|malloc-stats",
+    "module|list",
+    "module|help",
+    "module|load",
+    "module|loadex",
+    "module|unload",
     "function|load",
     "function|delete",
     "function|flush",
@@ -77,6 +84,7 @@ const IMPLEMENTED_SUBCOMMANDS: &[&str] = &[
     "script|flush",
     "script|kill",
     "script|help",
+    "script|debug",
     "pubsub|channels",
     "pubsub|numsub",
     "pubsub|numpat",
@@ -330,6 +338,10 @@ fn lfu_decay_minutes(server: &crate::server::Server) -> u64 {
 
 pub fn memory(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let sub = args[1];
+    let known = super::meta::arity(&format!("memory|{}", text(sub).to_lowercase()));
+    if known.is_some_and(|arity| !super::arity_fits(arity, args.len())) {
+        return Err(CmdError::subcommand_arity("memory", sub));
+    }
     if is(sub, "usage") && (args.len() == 3 || args.len() == 5) {
         if args.len() == 5 && !is(args[3], "samples") {
             return Err(CmdError::Syntax);
@@ -350,6 +362,12 @@ pub fn memory(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             "txt",
             b"Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.",
         );
+    } else if is(sub, "purge") && args.len() == 2 {
+        crate::used_memory::release_free_memory();
+        ctx.out.ok();
+    } else if is(sub, "malloc-stats") && args.len() == 2 {
+        // What Redis answers when built without jemalloc, as Cairn is.
+        ctx.out.verbatim("txt", b"Stats not supported for the current allocator");
     } else if is(sub, "help") && args.len() == 2 {
         super::server_admin::write_help(
             ctx,
@@ -357,6 +375,10 @@ pub fn memory(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
                 "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
                 "DOCTOR",
                 "    Return memory problems reports.",
+                "MALLOC-STATS",
+                "    Return internal statistics report from the memory allocator.",
+                "PURGE",
+                "    Attempt to purge dirty pages for reclamation by the allocator.",
                 "USAGE <key> [SAMPLES <count>]",
                 "    Return memory in bytes used by <key> and its value. Nested values are",
                 "    sampled up to <count> times (default: 5, 0 means sample all).",
@@ -375,7 +397,7 @@ mod tests {
     use super::*;
 
     /// Redis's subcommands of containers Cairn has that it does not answer.
-    const NOT_IMPLEMENTED: &[&str] = &["memory|malloc-stats", "memory|purge", "memory|stats", "script|debug"];
+    const NOT_IMPLEMENTED: &[&str] = &["memory|stats"];
 
     #[test]
     fn every_subcommand_of_a_container_is_listed_or_known_to_be_missing() {

@@ -1,6 +1,7 @@
 //! Pub/sub commands: SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE,
-//! PUBLISH and PUBSUB, with Redis 7.0's replies (the registry and delivery
-//! are in `crate::pubsub`).
+//! PUBLISH, the sharded SSUBSCRIBE, SUNSUBSCRIBE and SPUBLISH, and PUBSUB,
+//! with Redis 7.0's replies (the registry and delivery are in
+//! `crate::pubsub`).
 //!
 //! (Un)subscribe confirmations are push frames (arrays in RESP2) written
 //! even under CLIENT REPLY OFF/SKIP (the `PUSH_REPLY` flag), as Redis does.
@@ -11,6 +12,7 @@ use cairn_protocol::ProtocolVersion;
 
 use super::table::{c, CommandSpec, F, LOADING_OK, NONE, PUSH_REPLY, SUBCOMMANDS};
 use super::{is, CmdError, CmdResult, Ctx};
+use crate::blocking::BlockState;
 use crate::pubsub::Subscriptions;
 
 /// This family's commands (joined into the command table). PUBLISH is not a
@@ -21,6 +23,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     c("psubscribe", -2, PUSH_REPLY | LOADING_OK, NONE, psubscribe),
     c("punsubscribe", -1, PUSH_REPLY | LOADING_OK, NONE, punsubscribe),
     c("publish", 3, F | LOADING_OK, NONE, publish),
+    c("ssubscribe", -2, PUSH_REPLY | LOADING_OK, NONE, ssubscribe),
+    c("sunsubscribe", -1, PUSH_REPLY | LOADING_OK, NONE, sunsubscribe),
+    c("spublish", 3, F | LOADING_OK, NONE, spublish),
     c("pubsub", -2, SUBCOMMANDS, NONE, pubsub),
 ];
 
@@ -91,7 +96,7 @@ fn flush_pending(ctx: &mut Ctx<'_>) {
 
 /// Leaves subscribed mode once nothing is subscribed any more.
 fn leave_if_empty(ctx: &mut Ctx<'_>) {
-    if ctx.client.pubsub.as_ref().is_some_and(|s| s.count() == 0) {
+    if ctx.client.pubsub.as_ref().is_some_and(|s| s.total() == 0) {
         flush_pending(ctx);
         ctx.client.pubsub = None;
     }
@@ -177,6 +182,57 @@ pub fn punsubscribe(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     Ok(())
 }
 
+/// SSUBSCRIBE shardchannel [shardchannel ...]. Unlike SUBSCRIBE (allowed in
+/// MULTI for backward compatibility), Redis refuses it wherever a client
+/// may not block.
+pub fn ssubscribe(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    if matches!(ctx.client.block, BlockState::Denied) {
+        return Err(CmdError::Static("ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client"));
+    }
+    enter(ctx);
+    for channel in &args[1..] {
+        let Some(subs) = ctx.client.pubsub.as_deref_mut() else { break };
+        ctx.server.pubsub.ssubscribe(subs, channel);
+        let count = subs.shard_count();
+        confirm(ctx, b"ssubscribe", Some(channel), count);
+    }
+    Ok(())
+}
+
+/// SUNSUBSCRIBE [shardchannel ...]: the named shard channels, or all.
+pub fn sunsubscribe(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    flush_pending(ctx);
+    let names: Vec<Vec<u8>> = if args.len() > 1 {
+        args[1..].iter().map(|a| a.to_vec()).collect()
+    } else {
+        ctx.client.pubsub.as_ref().map(|s| s.shard_channels.iter().cloned().collect()).unwrap_or_default()
+    };
+    if names.is_empty() {
+        let count = ctx.client.pubsub.as_ref().map_or(0, |s| s.shard_count());
+        confirm(ctx, b"sunsubscribe", None, count);
+    }
+    for channel in &names {
+        let count = match ctx.client.pubsub.as_deref_mut() {
+            Some(subs) => {
+                ctx.server.pubsub.sunsubscribe(subs, channel);
+                subs.shard_count()
+            }
+            None => 0,
+        };
+        confirm(ctx, b"sunsubscribe", Some(channel), count);
+    }
+    leave_if_empty(ctx);
+    Ok(())
+}
+
+/// SPUBLISH shardchannel message
+pub fn spublish(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let receivers = ctx.server.pubsub.spublish(args[1], args[2]);
+    flush_pending(ctx);
+    ctx.out.int(receivers as i64);
+    Ok(())
+}
+
 pub fn publish(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let receivers = ctx.server.pubsub.publish(args[1], args[2]);
     // A subscriber publishing to itself reads the message before the count, as in Redis.
@@ -198,7 +254,7 @@ pub fn pubsub(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         if argc > 3 {
             return Err(syntax());
         }
-        let channels = if is(sub, "channels") { ctx.server.pubsub.channels(args.get(2).copied()) } else { Vec::new() };
+        let channels = ctx.server.pubsub.channels(is(sub, "shardchannels"), args.get(2).copied());
         ctx.out.array(channels.len());
         for channel in &channels {
             ctx.out.bulk(channel);
@@ -208,7 +264,7 @@ pub fn pubsub(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         ctx.out.array(2 * (argc - 2));
         for channel in &args[2..] {
             ctx.out.bulk(channel);
-            ctx.out.int(if shard { 0 } else { ctx.server.pubsub.numsub(channel) as i64 });
+            ctx.out.int(ctx.server.pubsub.numsub(shard, channel) as i64);
         }
     } else if is(sub, "numpat") {
         if argc != 2 {

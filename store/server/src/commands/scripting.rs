@@ -121,6 +121,19 @@ const HELP: &[&str] = &[
     "    Prints this help.",
 ];
 
+/// SCRIPT DEBUG YES|SYNC|NO: Cairn has no Lua debugger, so debugging is
+/// always off: NO is accepted, YES and SYNC are refused.
+fn script_debug(ctx: &mut Ctx<'_>, mode: &[u8]) -> CmdResult {
+    if is(mode, "no") {
+        ctx.out.ok();
+        Ok(())
+    } else if is(mode, "yes") || is(mode, "sync") {
+        Err(CmdError::Static("ERR Cairn has no Lua debugger: SCRIPT DEBUG YES and SYNC are not supported"))
+    } else {
+        Err(CmdError::Static("ERR Use SCRIPT DEBUG YES/SYNC/NO"))
+    }
+}
+
 pub fn script(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let sub = args[1];
     let arity_ok = |ok: bool| if ok { Ok(()) } else { Err(CmdError::subcommand_arity("script", sub)) };
@@ -155,7 +168,8 @@ pub fn script(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             ctx.out.simple(line);
         }
     } else if is(sub, "debug") {
-        return Err(CmdError::Static("ERR SCRIPT DEBUG is not supported by Cairn"));
+        arity_ok(args.len() == 3)?;
+        script_debug(ctx, args[2])?;
     } else {
         return Err(CmdError::unknown_subcommand("script", sub));
     }

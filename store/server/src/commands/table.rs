@@ -5,8 +5,8 @@ use std::sync::OnceLock;
 
 use super::{
     acl, bits, client, connection, debug, dump, expire, functions, geo, hashes, hyperloglog, info, introspection, keys,
-    latency, lists, pubsub, scripting, server_admin, sets, slowlog, sort, streams, strings, transactions, wait, zsets,
-    Handler,
+    latency, lists, lolwut, module, pubsub, replication, scripting, server_admin, sets, slowlog, sort, streams,
+    strings, transactions, wait, zsets, Handler,
 };
 
 /// Modifies the keyspace: the write-ahead log records every command with this flag.
@@ -147,6 +147,15 @@ pub static CORE: &[CommandSpec] = &[
     c("waitaof", 4, 0, NONE, crate::persistence::waitaof::waitaof),
     c("wait", 3, 0, NONE, wait::wait),
     c("cluster", -2, SUBCOMMANDS, NONE, server_admin::cluster),
+    c("role", 1, F | LOADING_OK, NONE, replication::role),
+    c("replicaof", 3, ADMIN, NONE, replication::replicaof),
+    c("slaveof", 3, ADMIN, NONE, replication::replicaof),
+    c("failover", -1, ADMIN, NONE, replication::failover),
+    c("readonly", 1, F | LOADING_OK, NONE, replication::cluster_only),
+    c("readwrite", 1, F | LOADING_OK, NONE, replication::cluster_only),
+    c("asking", 1, F, NONE, replication::cluster_only),
+    c("module", -2, ADMIN | SUBCOMMANDS, NONE, module::module),
+    c("lolwut", -1, R | F, NONE, lolwut::lolwut),
     // keys
     c("del", -2, W, KALL, keys::del),
     c("unlink", -2, W | F, KALL, keys::unlink),

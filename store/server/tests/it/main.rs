@@ -33,6 +33,7 @@ mod lists;
 mod monitor;
 mod notifications;
 mod pause;
+mod primary_commands;
 mod pubsub;
 mod rebalance;
 mod resp;

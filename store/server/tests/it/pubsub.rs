@@ -277,3 +277,85 @@ fn a_subscriber_that_stops_reading_is_closed_at_the_output_limit() {
     }
     assert_eq!(publisher.cmd(&["PUBLISH", "flood", "x"]), int(0));
 }
+
+fn smessage(channel: &str, payload: &str) -> OwnedFrame {
+    array(vec![bulk("smessage"), bulk(channel), bulk(payload)])
+}
+
+/// Sharded pub/sub (Redis 7.0) without a cluster: its own namespace and
+/// counts, every reply as Debian's redis-server 7.0.15 gave it for the same
+/// sequence.
+#[test]
+fn shard_channels_are_a_namespace_of_their_own() {
+    let server = two_workers();
+    let mut subscriber = server.client();
+    let mut publisher = server.client();
+    subscriber.send_raw(&Client::encode(&[b"SSUBSCRIBE", b"a", b"b"]));
+    assert_eq!(subscriber.read(), confirm("ssubscribe", "a", 1));
+    assert_eq!(subscriber.read(), confirm("ssubscribe", "b", 2));
+    // Subscribe and ssubscribe counts are kept apart.
+    assert_eq!(subscriber.cmd(&["SUBSCRIBE", "c"]), confirm("subscribe", "c", 1));
+    assert!(matches!(subscriber.cmd(&["GET", "x"]), OwnedFrame::SimpleError { .. }));
+
+    assert_eq!(publisher.cmd(&["SPUBLISH", "a", "hi"]), int(1));
+    assert_eq!(subscriber.read(), smessage("a", "hi"));
+    // PUBLISH does not reach shard channels, nor SPUBLISH plain ones.
+    assert_eq!(publisher.cmd(&["PUBLISH", "a", "no"]), int(0));
+    assert_eq!(publisher.cmd(&["SPUBLISH", "c", "no"]), int(0));
+
+    let OwnedFrame::Array { data: mut shard_channels, .. } = publisher.cmd(&["PUBSUB", "SHARDCHANNELS"]) else {
+        panic!("array")
+    };
+    shard_channels.sort_by_key(|f| format!("{f:?}"));
+    assert_eq!(shard_channels, vec![bulk("a"), bulk("b")]);
+    assert_eq!(publisher.cmd(&["PUBSUB", "SHARDCHANNELS", "a*"]), array(vec![bulk("a")]));
+    assert_eq!(
+        publisher.cmd(&["PUBSUB", "SHARDNUMSUB", "a", "b", "z"]),
+        array(vec![bulk("a"), int(1), bulk("b"), int(1), bulk("z"), int(0)])
+    );
+    assert_eq!(publisher.cmd(&["PUBSUB", "CHANNELS"]), array(vec![bulk("c")]));
+    assert_eq!(publisher.info_number("stats", "pubsubshard_channels"), 2);
+    let OwnedFrame::BlobString { data, .. } = publisher.cmd(&["CLIENT", "LIST"]) else { panic!("CLIENT LIST") };
+    let list = String::from_utf8_lossy(&data).into_owned();
+    assert!(list.lines().any(|l| l.contains(" flags=P ") && l.contains(" sub=1 psub=0 ssub=2 ")), "{list}");
+
+    subscriber.send_raw(&Client::encode(&[b"SUNSUBSCRIBE", b"a", b"zz"]));
+    assert_eq!(subscriber.read(), confirm("sunsubscribe", "a", 1));
+    assert_eq!(subscriber.read(), confirm("sunsubscribe", "zz", 1));
+    // The shard channel left keeps the connection in subscribed mode.
+    assert_eq!(subscriber.cmd(&["UNSUBSCRIBE"]), confirm("unsubscribe", "c", 0));
+    assert!(matches!(subscriber.cmd(&["GET", "x"]), OwnedFrame::SimpleError { .. }));
+    assert_eq!(subscriber.cmd(&["SUNSUBSCRIBE"]), confirm("sunsubscribe", "b", 0));
+    assert_eq!(subscriber.cmd(&["SUNSUBSCRIBE"]), array(vec![bulk("sunsubscribe"), OwnedFrame::Null, int(0)]));
+    assert_eq!(subscriber.cmd(&["GET", "x"]), OwnedFrame::Null);
+    assert_eq!(publisher.cmd(&["SPUBLISH", "b", "x"]), int(0));
+    assert_eq!(publisher.info_number("stats", "pubsubshard_channels"), 0);
+}
+
+#[test]
+fn ssubscribe_is_refused_where_a_client_cannot_block() {
+    let server = TestServer::start();
+    let mut c = server.client();
+    assert_eq!(c.cmd(&["MULTI"]), simple("OK"));
+    assert_eq!(c.cmd(&["SSUBSCRIBE", "q"]), simple("QUEUED"));
+    assert_eq!(c.cmd(&["EXEC"]), array(vec![err("ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client")]));
+    let refused = c.cmd(&["EVAL", "return redis.call('ssubscribe','b')", "0"]);
+    assert!(error_text(&refused).starts_with("ERR This Redis command is not allowed from script"), "{refused:?}");
+    // SPUBLISH is allowed in scripts.
+    assert_eq!(c.cmd(&["EVAL", "return redis.call('spublish','b','m')", "0"]), int(0));
+}
+
+#[test]
+fn resp3_shard_messages_are_push_frames() {
+    let server = TestServer::start();
+    let mut subscriber = server.client();
+    subscriber.resp3 = true;
+    subscriber.cmd(&["HELLO", "3"]);
+    assert_eq!(subscriber.cmd(&["SSUBSCRIBE", "r"]), push(vec![bulk("ssubscribe"), bulk("r"), int(1)]));
+    let mut publisher = server.client();
+    assert_eq!(publisher.cmd(&["SPUBLISH", "r", "m3"]), int(1));
+    assert_eq!(subscriber.read(), push(vec![bulk("smessage"), bulk("r"), bulk("m3")]));
+    // Not in subscribed mode in RESP3: other commands run.
+    assert_eq!(subscriber.cmd(&["GET", "x"]), OwnedFrame::Null);
+    assert_eq!(subscriber.cmd(&["SUNSUBSCRIBE"]), push(vec![bulk("sunsubscribe"), bulk("r"), int(0)]));
+}
