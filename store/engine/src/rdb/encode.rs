@@ -81,7 +81,7 @@ fn encode_zset(w: &mut Writer, zset: &ZSet) {
     }
     w.u8(t::ZSET_2);
     w.len(zset.len() as u64);
-    for (member, score) in zset.iter_from(0, true) {
+    for (member, score) in zset.iter_from(zset.len().saturating_sub(1), true) {
         w.string(member);
         w.binary_double(score);
     }
