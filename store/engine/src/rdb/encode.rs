@@ -9,6 +9,7 @@ use super::score::push_score;
 use super::types as t;
 use super::writer::Writer;
 use super::{intset, listpack, stream};
+use crate::types::encoding::LIMITS;
 use crate::types::set::Member;
 use crate::types::{Hash, List, Set, ZSet};
 use crate::value::{StrValue, Value};
@@ -34,18 +35,48 @@ pub fn encode_value(value: &Value) -> Vec<u8> {
     w.out
 }
 
-/// A quicklist 2: one packed listpack per node.
+/// A quicklist 2 of packed listpack nodes, split where Redis's RPUSH
+/// would have split them (`_quicklistNodeAllowInsert`), so a list built by
+/// pushes DUMPs as Redis's does.
 fn encode_list(w: &mut Writer, list: &List) {
     w.u8(t::LIST_QUICKLIST_2);
-    let nodes: Vec<usize> = list.nodes().map(|n| n.len()).filter(|&n| n > 0).collect();
-    w.len(nodes.len() as u64);
-    let mut elements = list.iter();
-    for len in nodes {
-        let mut lp = listpack::Writer::new();
-        elements.by_ref().take(len).for_each(|e| lp.push_str(e));
-        w.len(t::QUICKLIST_NODE_PACKED);
-        w.string(&lp.finish());
+    let fill = LIMITS.list_max_listpack_size.get();
+    let mut nodes: Vec<Vec<u8>> = Vec::new();
+    let mut node = listpack::Writer::new();
+    for element in list.iter() {
+        if !node.is_empty() && !node_allows_insert(node.bytes(), node.len(), element.len(), fill) {
+            nodes.push(std::mem::take(&mut node).finish());
+        }
+        node.push_str(element);
     }
+    if !node.is_empty() {
+        nodes.push(node.finish());
+    }
+    w.len(nodes.len() as u64);
+    for lp in nodes {
+        w.len(t::QUICKLIST_NODE_PACKED);
+        w.string(&lp);
+    }
+}
+
+/// Byte caps of `list-max-listpack-size` -1 .. -5.
+const NODE_SIZE_CLASSES: [usize; 5] = [4096, 8192, 16384, 32768, 65536];
+/// The cap of a node whose fill counts entries.
+const NODE_SAFETY_LIMIT: usize = 8192;
+/// Redis's per-entry overestimate when deciding whether a node takes one more.
+const ENTRY_OVERHEAD_ESTIMATE: usize = 8;
+
+/// Whether a node of `bytes` bytes and `count` entries takes an element of
+/// `len` bytes (Redis 7.0's `_quicklistNodeAllowInsert`).
+fn node_allows_insert(bytes: usize, count: usize, len: usize, fill: i64) -> bool {
+    let new_size = bytes + len + ENTRY_OVERHEAD_ESTIMATE;
+    if fill < 0 {
+        let class = usize::try_from(-fill - 1).unwrap_or(usize::MAX);
+        if NODE_SIZE_CLASSES.get(class).is_some_and(|&cap| new_size <= cap) {
+            return true;
+        }
+    }
+    new_size <= NODE_SAFETY_LIMIT && fill >= 0 && (count as i64) < fill
 }
 
 fn encode_set(w: &mut Writer, set: &Set) {

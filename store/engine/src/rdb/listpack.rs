@@ -219,6 +219,20 @@ impl Writer {
         self.count += 1;
     }
 
+    /// Elements appended so far.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The size the finished listpack would have now.
+    pub fn bytes(&self) -> usize {
+        HEADER_SIZE + self.body.len() + 1
+    }
+
     /// The finished listpack.
     pub fn finish(self) -> Vec<u8> {
         let total = HEADER_SIZE + self.body.len() + 1;
