@@ -25,6 +25,8 @@
 //! - [`thread_priority`]: nice values for background threads (the `async`
 //!   syncer, snapshots), so request processing goes first;
 //!   [`thread_affinity`]: a thread's CPU mask, for syncers started at runtime.
+//! - [`rdb`]: Redis's DUMP payload format (RDB value encoding), read and
+//!   written for DUMP and RESTORE.
 //! - [`durability`]: the write-ahead log with group commit, snapshots,
 //!   recovery, and the storage trait crash tests plug a simulated disk into.
 
@@ -37,6 +39,7 @@ pub mod glob;
 pub mod key;
 pub mod keyspace;
 pub mod number;
+pub mod rdb;
 pub mod table;
 pub mod thread_affinity;
 pub mod thread_priority;

@@ -361,6 +361,8 @@ pub struct RuntimeConfig {
     /// `DEBUG SET-DISABLE-DENY-SCRIPTS 1`: scripts may call the commands
     /// Redis flags `noscript` (its tests use it to call CLIENT LIST, DEBUG).
     pub disable_deny_scripts: AtomicBool,
+    /// `DEBUG SET-SKIP-CHECKSUM-VALIDATION 1`: RESTORE skips the payload's CRC-64.
+    pub skip_checksum_validation: AtomicBool,
     /// The ACL users; `requirepass` is the default user's password.
     pub acl: crate::acl::Acl,
     /// `maxmemory` in bytes (0: no limit).
@@ -412,6 +414,7 @@ impl RuntimeConfig {
             requirepass: RwLock::new(None),
             acl: crate::acl::Acl::new(None),
             disable_deny_scripts: AtomicBool::new(false),
+            skip_checksum_validation: AtomicBool::new(false),
             min_replicas_to_write: AtomicUsize::new(0),
             min_replicas_max_lag: AtomicUsize::new(10),
             key_events: Arc::default(),

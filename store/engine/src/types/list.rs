@@ -89,6 +89,11 @@ impl List {
         }
     }
 
+    /// The nodes, front to back (the RDB codec writes one listpack per node).
+    pub fn nodes(&self) -> impl Iterator<Item = &Node> {
+        self.nodes.iter()
+    }
+
     /// Number of nodes (for tests and DEBUG).
     pub fn node_count(&self) -> usize {
         self.nodes.len()

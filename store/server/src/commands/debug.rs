@@ -48,6 +48,10 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         let disabled = super::int_arg(args[2])? != 0;
         ctx.server.runtime.disable_deny_scripts.store(disabled, std::sync::atomic::Ordering::Relaxed);
         ctx.out.ok();
+    } else if is(sub, "set-skip-checksum-validation") && args.len() == 3 {
+        let skip = super::int_arg(args[2])? != 0;
+        ctx.server.runtime.skip_checksum_validation.store(skip, std::sync::atomic::Ordering::Relaxed);
+        ctx.out.ok();
     } else if is(sub, "jmap") || is(sub, "change-repl-id") {
         ctx.out.ok();
     } else if is(sub, "pause-cron") && args.len() == 3 {

@@ -1,32 +1,29 @@
-//! DUMP and RESTORE.
+//! DUMP and RESTORE, with Redis's payload format (the engine's `rdb`
+//! codec: the value in RDB encoding, RDB version 10, CRC-64), so keys move
+//! between Cairn and Redis in both directions (redis-shake, RIOT, MIGRATE).
 //!
-//! The payload is Cairn's own, not Redis's RDB serialization: the commands
-//! that rebuild the value (the engine's `durability::rebuild`, what snapshots
-//! store), with the key's positions marked so RESTORE can target any key, a
-//! version and a CRC-32C. RESTORE runs those commands through the command
-//! table (as recovery does), so the encodings follow the current
-//! configuration. A Redis payload is refused with Redis's checksum error.
-//!
-//! Layout (integers little-endian):
-//! `"CAIRNDUMP" version:u8 commands:u32 { argc:u32 { tag:u8 [len:u32 bytes] }* }* crc32c:u32`
-//! where tag 0 is "the key" and tag 1 is a literal argument.
+//! RESTORE also accepts payloads DUMPed by earlier Cairn builds
+//! ([`legacy`]), replaying their rebuild commands. A RESTORE is logged as
+//! sent and replays by decoding the same payload again (a payload restored
+//! under `DEBUG SET-SKIP-CHECKSUM-VALIDATION` is logged with its checksum
+//! made right, so replay accepts it).
+
+mod legacy;
+
+use std::sync::atomic::Ordering;
 
 use cairn_engine::clock::access_clock;
-use cairn_engine::durability::rebuild;
 use cairn_engine::entry::NO_EXPIRY;
-use cairn_engine::Entry;
+use cairn_engine::events as ev;
+use cairn_engine::rdb::{self, RdbError};
+use cairn_engine::{Entry, Value};
 
 use super::{int_arg, is, CmdError, CmdResult, Ctx};
 use crate::persistence::replay::Replayer;
 
-const MAGIC: &[u8] = b"CAIRNDUMP";
-const VERSION: u8 = 1;
 const BAD_PAYLOAD: CmdError = CmdError::Static("ERR DUMP payload version or checksum are wrong");
 /// A payload whose version and checksum are right but whose content is not.
 const BAD_DATA: CmdError = CmdError::Static("ERR Bad data format");
-
-/// One rebuild command; `None` stands for the key.
-type Command = Vec<Option<Vec<u8>>>;
 
 /// DUMP key
 pub fn dump(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
@@ -38,91 +35,33 @@ pub fn dump(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         return Ok(());
     };
     // DUMP carries no expiry: RESTORE takes its own.
-    let value = cairn_engine::Entry::new(entry.value.clone(), ctx.now_ms);
+    let payload = rdb::dump_payload(&entry.value);
     drop(shard);
-    let key = args[1];
-    let mut commands: Vec<Command> = Vec::new();
-    let _ = rebuild::commands_for::<()>(key, &value, &mut |argv| {
-        let is_key = |a: &[u8]| a.as_ptr() == key.as_ptr() && a.len() == key.len();
-        commands.push(argv.iter().map(|a| (!is_key(a)).then(|| a.to_vec())).collect());
-        Ok(())
-    });
-    ctx.out.bulk(&encode(&commands));
+    ctx.out.bulk(&payload);
     Ok(())
 }
 
-fn encode(commands: &[Command]) -> Vec<u8> {
-    let mut out = MAGIC.to_vec();
-    out.push(VERSION);
-    out.extend_from_slice(&(commands.len() as u32).to_le_bytes());
-    for command in commands {
-        out.extend_from_slice(&(command.len() as u32).to_le_bytes());
-        for arg in command {
-            match arg {
-                None => out.push(0),
-                Some(bytes) => {
-                    out.push(1);
-                    out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
-                    out.extend_from_slice(bytes);
-                }
-            }
-        }
+/// What a payload restores.
+enum Restored {
+    /// A Redis payload's value.
+    Value(Value),
+    /// An earlier Cairn payload's rebuild commands.
+    Commands(Vec<legacy::Command>),
+}
+
+fn rdb_error(e: RdbError) -> CmdError {
+    match e {
+        RdbError::Framing => BAD_PAYLOAD,
+        RdbError::BadData(_) => BAD_DATA,
     }
-    let crc = crc32c::crc32c(&out);
-    out.extend_from_slice(&crc.to_le_bytes());
-    out
 }
 
-/// Reads `n` bytes at `*pos`.
-fn take<'a>(data: &'a [u8], pos: &mut usize, n: usize) -> Option<&'a [u8]> {
-    let bytes = data.get(*pos..pos.checked_add(n)?)?;
-    *pos += n;
-    Some(bytes)
-}
-
-fn take_u32(data: &[u8], pos: &mut usize) -> Option<usize> {
-    let bytes: [u8; 4] = take(data, pos, 4)?.try_into().ok()?;
-    Some(u32::from_le_bytes(bytes) as usize)
-}
-
-/// The body of a payload whose magic, version and CRC-32C are right.
-fn verify(payload: &[u8]) -> Option<&[u8]> {
-    let body_len = payload.len().checked_sub(4)?;
-    let (body, crc) = payload.split_at(body_len);
-    if !body.starts_with(MAGIC) || body.get(MAGIC.len()) != Some(&VERSION) {
-        return None;
+fn decode(ctx: &Ctx<'_>, payload: &[u8]) -> Result<Restored, CmdError> {
+    if legacy::is_legacy(payload) {
+        return legacy::decode(payload).map(Restored::Commands);
     }
-    (crc32c::crc32c(body) == u32::from_le_bytes(crc.try_into().ok()?)).then_some(body)
-}
-
-/// The rebuild commands a verified body holds, if it parses to its end.
-fn parse_body(body: &[u8]) -> Option<Vec<Command>> {
-    let mut pos = MAGIC.len() + 1;
-    let count = take_u32(body, &mut pos)?;
-    let mut commands = Vec::new();
-    for _ in 0..count {
-        let argc = take_u32(body, &mut pos)?;
-        let mut command = Vec::new();
-        for _ in 0..argc {
-            match take(body, &mut pos, 1)?[0] {
-                0 => command.push(None),
-                1 => {
-                    let len = take_u32(body, &mut pos)?;
-                    command.push(Some(take(body, &mut pos, len)?.to_vec()));
-                }
-                _ => return None,
-            }
-        }
-        commands.push(command);
-    }
-    (pos == body.len()).then_some(commands)
-}
-
-/// A payload's commands: Redis's checksum error when its version or CRC is
-/// wrong, `Bad data format` when they are right but the content is not.
-fn decode(payload: &[u8]) -> Result<Vec<Command>, CmdError> {
-    let body = verify(payload).ok_or(BAD_PAYLOAD)?;
-    parse_body(body).ok_or(BAD_DATA)
+    let skip_checksum = ctx.server.runtime.skip_checksum_validation.load(Ordering::Relaxed);
+    rdb::restore_payload(payload, skip_checksum).map(Restored::Value).map_err(rdb_error)
 }
 
 /// RESTORE's options.
@@ -213,8 +152,7 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if ttl < 0 {
         return Err(CmdError::Static("ERR Invalid TTL value, must be >= 0"));
     }
-    let commands = decode(args[3])?;
-    let db = ctx.db();
+    let restored = decode(ctx, args[3])?;
     let now = ctx.now_ms;
     if options.replace {
         remove_live(ctx, key);
@@ -229,20 +167,51 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         ctx.out.ok();
         return Ok(());
     }
-    let mut replayer = Replayer::new(ctx.server);
-    for command in &commands {
-        let argv: Vec<&[u8]> = command.iter().map(|a| a.as_deref().unwrap_or(key)).collect();
-        replayer.apply(now, db as u32, &argv).map_err(|_| BAD_DATA)?;
+    match restored {
+        Restored::Value(value) => {
+            log_with_sound_checksum(ctx, args);
+            let mut shard = ctx.server.keyspace.lock_key(key);
+            shard.db(ctx.db()).insert(key, value, expire_at, now);
+        }
+        Restored::Commands(commands) => replay(ctx, key, &commands)?,
     }
     finish_entry(ctx, key, expire_at, &options);
-    ctx.server.blocking.signal(db, key);
+    ctx.notify(ev::GENERIC, "restore", key);
+    ctx.server.blocking.signal(ctx.db(), key);
     ctx.out.ok();
     Ok(())
 }
 
-/// Gives the rebuilt key its expiry and its access time or LFU counter.
+/// Runs an earlier Cairn payload's rebuild commands on `key`.
+fn replay(ctx: &Ctx<'_>, key: &[u8], commands: &[legacy::Command]) -> CmdResult {
+    let mut replayer = Replayer::new(ctx.server);
+    for command in commands {
+        let argv: Vec<&[u8]> = command.iter().map(|a| a.as_deref().unwrap_or(key)).collect();
+        replayer.apply(ctx.now_ms, ctx.db() as u32, &argv).map_err(|_| BAD_DATA)?;
+    }
+    Ok(())
+}
+
+/// Under `DEBUG SET-SKIP-CHECKSUM-VALIDATION`, logs the RESTORE with the
+/// payload's checksum recomputed: replay (where the flag may be off) must
+/// accept what was restored.
+fn log_with_sound_checksum(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
+    if !ctx.server.runtime.skip_checksum_validation.load(Ordering::Relaxed) {
+        return;
+    }
+    let payload = args[3];
+    let mut fixed = payload[..payload.len() - 8].to_vec();
+    let crc = rdb::crc64(0, &fixed);
+    fixed.extend_from_slice(&crc.to_le_bytes());
+    let mut words: Vec<Vec<u8>> = args.iter().map(|a| a.to_vec()).collect();
+    words[3] = fixed;
+    ctx.client.log_as = Some(words);
+}
+
+/// Gives the restored key its expiry (the legacy path's commands set none)
+/// and its access time or LFU counter.
 fn finish_entry(ctx: &Ctx<'_>, key: &[u8], expire_at: u64, options: &RestoreOptions) {
-    let lfu_policy = ctx.server.runtime.lfu_policy.load(std::sync::atomic::Ordering::Relaxed);
+    let lfu_policy = ctx.server.runtime.lfu_policy.load(Ordering::Relaxed);
     let mut shard = ctx.server.keyspace.lock_key(key);
     let table = shard.db(ctx.db());
     if expire_at != NO_EXPIRY {
@@ -250,33 +219,5 @@ fn finish_entry(ctx: &Ctx<'_>, key: &[u8], expire_at: u64, options: &RestoreOpti
     }
     if let Some(entry) = table.get(key, ctx.now_ms) {
         set_lru_or_lfu(entry, options, lfu_policy, ctx.now_ms);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn payload_round_trips_and_rejects_damage() {
-        let commands: Vec<Command> = vec![vec![Some(b"RPUSH".to_vec()), None, Some(b"a".to_vec())]];
-        let payload = encode(&commands);
-        assert_eq!(decode(&payload), Ok(commands));
-        let mut damaged = payload.clone();
-        damaged[12] ^= 1;
-        assert_eq!(decode(&damaged), Err(BAD_PAYLOAD));
-        assert_eq!(decode(b"\x0e\x01\x00"), Err(BAD_PAYLOAD));
-    }
-
-    #[test]
-    fn a_sound_checksum_over_bad_content_is_bad_data() {
-        let mut body = MAGIC.to_vec();
-        body.push(VERSION);
-        body.extend_from_slice(&1u32.to_le_bytes());
-        body.extend_from_slice(&1u32.to_le_bytes());
-        body.push(7); // neither "the key" nor a literal
-        let crc = crc32c::crc32c(&body);
-        body.extend_from_slice(&crc.to_le_bytes());
-        assert_eq!(decode(&body), Err(BAD_DATA));
     }
 }

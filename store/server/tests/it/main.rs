@@ -21,6 +21,7 @@ mod config_reload;
 mod crash_sim;
 mod dashboards;
 mod dump;
+mod dump_redis;
 mod eviction;
 mod functions;
 mod geo;

@@ -17,6 +17,7 @@
 //! - [`consume`]: group reads, claims and history reads, which touch both
 //!   entries and groups.
 //! - [`lag`]: read counters and lag.
+//! - [`parts`]: a stream's nodes and counters as parts, for the RDB codec.
 //! - [`rax`]: the node count of Redis's radix tree, for XINFO.
 //!
 //! Entry lookups and range starts are O(log n); appends are amortized O(1).
@@ -28,6 +29,7 @@ mod iter;
 mod lag;
 mod lpsize;
 mod node;
+mod parts;
 mod rax;
 mod trim;
 
@@ -41,6 +43,8 @@ pub use iter::{Range, StreamEntry};
 pub use trim::{TrimSpec, TrimStrategy};
 
 use node::Node;
+/// A node, for the RDB codec (`crate::rdb`), which reads and writes them.
+pub(crate) use node::Node as StreamNode;
 
 /// Largest listpack (and largest entry) Redis accepts: 1 GiB.
 pub const LISTPACK_MAX_SIZE: usize = 1 << 30;

@@ -147,6 +147,22 @@ impl Node {
         self.deleted += 1;
     }
 
+    /// The ID the node is keyed by (its first entry's, deleted or not).
+    pub fn master_id(&self) -> StreamId {
+        self.master_id
+    }
+
+    /// The field names of the node's master entry.
+    pub fn master_fields(&self) -> &[Box<[u8]>] {
+        &self.master
+    }
+
+    /// Whether an entry stores only values, its field names being the
+    /// master entry's (Redis's SAMEFIELDS flag).
+    pub fn has_master_fields(&self, slot: usize) -> bool {
+        self.slots[slot].flags & FLAG_SAMEFIELDS != 0
+    }
+
     /// Number of field/value pairs of an entry.
     pub fn num_fields(&self, slot: usize) -> usize {
         let s = self.slots[slot];

@@ -1,0 +1,15 @@
+//! Whole-payload tests: Redis-produced fixtures (decode, readback, and
+//! byte-identical re-encoding), round trips of values built in Cairn, every
+//! decode error path, and a seeded fuzz of mutated payloads.
+
+mod canonical;
+mod errors;
+mod fixtures;
+mod fixtures_test;
+mod fuzz;
+mod round_trip;
+
+/// Bytes from hex (fixtures and hand-built payloads).
+pub fn unhex(hex: &str) -> Vec<u8> {
+    (0..hex.len() / 2).map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap_or(0)).collect()
+}
