@@ -134,7 +134,7 @@ pub const PARAMS: &[Param] = &[
     // Cairn's log holds records, never an RDB image; snapshots are separate files.
     p("aof-use-rdb-preamble", Kind::Bool, "yes", true),
     p("protected-mode", Kind::Bool, "no", true),
-    p("hash-max-listpack-entries", Kind::Int { min: 0, max: i64::MAX }, "128", true),
+    p("hash-max-listpack-entries", Kind::Int { min: 0, max: i64::MAX }, "512", true),
     p("hash-max-listpack-value", Kind::Int { min: 0, max: i64::MAX }, "64", true),
     p("set-max-intset-entries", Kind::Int { min: 0, max: i64::MAX }, "512", true),
     p("zset-max-listpack-entries", Kind::Int { min: 0, max: i64::MAX }, "128", true),

@@ -40,7 +40,7 @@ pub struct EncodingLimits {
 
 /// The process-wide limits.
 pub static LIMITS: EncodingLimits = EncodingLimits {
-    hash_max_listpack_entries: Limit::new(128),
+    hash_max_listpack_entries: Limit::new(512),
     hash_max_listpack_value: Limit::new(64),
     set_max_intset_entries: Limit::new(512),
     zset_max_listpack_entries: Limit::new(128),

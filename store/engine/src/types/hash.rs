@@ -403,10 +403,10 @@ mod tests {
     #[test]
     fn converts_above_max_entries() {
         let mut h = Hash::new();
-        for i in 0..=128 {
+        for i in 0..=512 {
             h.set(format!("f{i}").as_bytes(), b"v");
         }
-        assert_eq!(h.len(), 129);
+        assert_eq!(h.len(), 513);
         assert_eq!(h.encoding(), "hashtable");
     }
 

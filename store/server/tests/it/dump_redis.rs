@@ -47,8 +47,8 @@ fn start_redis(cairn: &mut Client) -> Option<RedisServer> {
             .map(|s| s.to_string())
             .collect();
     args.extend(["--enable-debug-command".into(), "yes".into()]);
-    // Cairn's encoding limits (its defaults are redis.conf's; Redis's
-    // compiled-in hash-max-listpack-entries is 512).
+    // Cairn's encoding limits, in case a test changed them (the defaults
+    // are Redis 7.0's).
     for param in [
         "hash-max-listpack-entries",
         "hash-max-listpack-value",
