@@ -287,6 +287,11 @@ pub struct Client {
     /// A script's declared keys, remembered for its tracking caller when the
     /// script runs a read command (as Redis does).
     pub script_keys: Vec<Vec<u8>>,
+    /// A MIGRATE whose keys are serialized: the connection runs its transfer
+    /// off the worker, then answers (see [`crate::migrate`]).
+    pub pending_migrate: Option<Box<crate::migrate::Pending>>,
+    /// The keys a MIGRATE moved, read by its deletes (`migrate::removal`).
+    pub migrated: Vec<crate::migrate::removal::Sent>,
 }
 
 impl Client {
@@ -320,6 +325,8 @@ impl Client {
             query_pending: 0,
             tracking: None,
             script_keys: Vec::new(),
+            pending_migrate: None,
+            migrated: Vec::new(),
         }
     }
 

@@ -319,6 +319,9 @@ pub struct Config {
     /// Names of the parameters given with `--param` (they win over the
     /// file's `[params]`, at start and when the file is reloaded).
     pub param_flags: Vec<String>,
+    /// How long MIGRATE's cached connections may stay idle (Redis: 10 s;
+    /// not a flag: tests shorten it).
+    pub migrate_socket_idle: std::time::Duration,
 }
 
 impl Default for Config {
@@ -355,6 +358,7 @@ impl Default for Config {
             admin_token: None,
             params: Vec::new(),
             param_flags: Vec::new(),
+            migrate_socket_idle: crate::migrate::sockets::DEFAULT_IDLE,
         }
     }
 }
@@ -500,6 +504,7 @@ impl Config {
             log_format: args.log_format.or(file.log_format).unwrap_or(d.log_format),
             log_level: args.log_level.or(file.log_level).unwrap_or(d.log_level),
             config_file: args.config,
+            migrate_socket_idle: d.migrate_socket_idle,
         };
         config.validate()?;
         Ok(config)

@@ -308,6 +308,19 @@ pub(crate) async fn connection_loop<S: Stream>(
             unblocked = true;
             continue;
         }
+        if let Some(pending) = client.pending_migrate.take() {
+            // Its network part off this worker (see `migrate`).
+            let Ok(reply) = crate::migrate::complete(server, stats, client, *pending).await else {
+                return Ok(End::Closed);
+            };
+            if !await_durable(server, client.last_lsn).await {
+                return Ok(End::Closed);
+            }
+            send(stream, &reply).await?;
+            stats.net_output_bytes.add(reply.len() as u64);
+            unblocked = true;
+            continue;
+        }
         if let BlockState::Blocked(waiter) = std::mem::take(&mut client.block) {
             let Some((reply, lsn)) =
                 wait_unblocked(server, stream, signal.as_mut(), &handle, &waiter, &mut input).await?
@@ -588,6 +601,7 @@ fn execute_batch(
                     || ctx.client.wait_aof.is_some()
                     || ctx.client.pending_scripts.len() >= MAX_SCRIPTS_PER_TRIP
                     || ctx.client.pending_exec
+                    || ctx.client.pending_migrate.is_some()
                 {
                     break;
                 }

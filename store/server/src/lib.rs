@@ -40,6 +40,8 @@
 //!   (sampled LRU/LFU/TTL/random, as Redis); [`used_memory`]: the counting
 //!   allocator behind INFO `used_memory` and the limit;
 //!   [`lazyfree`]: big values freed on a background thread (UNLINK, FLUSH ASYNC).
+//! - [`migrate`]: MIGRATE (its network part off the workers) and its cached
+//!   connections to target instances.
 //! - [`server`]: the state all workers share; [`stats`]: per-worker counters.
 //! - [`watch`]: WATCH bookkeeping (who watches which key); [`pause`]: CLIENT
 //!   PAUSE, which holds writes (or everything) until it ends.
@@ -84,6 +86,7 @@ pub mod listener;
 pub mod logging;
 pub mod maxmemory;
 pub mod metrics;
+pub mod migrate;
 pub mod modified;
 pub mod monitor;
 pub mod native;

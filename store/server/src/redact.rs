@@ -14,12 +14,36 @@ pub fn is_secret(args: &[&[u8]], i: usize) -> bool {
         let option = args.iter().skip(2).position(|a| a.eq_ignore_ascii_case(b"auth")).map(|p| p + 2);
         return option.is_some_and(|at| i == at + 1 || i == at + 2);
     }
+    if name.eq_ignore_ascii_case(b"migrate") {
+        return migrate_secrets(args).contains(&i);
+    }
     let config_set =
         name.eq_ignore_ascii_case(b"config") && args.get(1).is_some_and(|s| s.eq_ignore_ascii_case(b"set"));
     if config_set && i >= 3 && (i - 3) % 2 == 0 {
         return std::str::from_utf8(args[i - 1]).is_ok_and(is_secret_param);
     }
     false
+}
+
+/// The positions of MIGRATE's AUTH password and AUTH2 username and
+/// password, found as `migrateCommand` parses its options.
+fn migrate_secrets(args: &[&[u8]]) -> Vec<usize> {
+    let mut secrets = Vec::new();
+    let mut j = 6;
+    while j < args.len() {
+        let more = args.len() - 1 - j;
+        if args[j].eq_ignore_ascii_case(b"auth") && more >= 1 {
+            secrets.push(j + 1);
+            j += 1;
+        } else if args[j].eq_ignore_ascii_case(b"auth2") && more >= 2 {
+            secrets.extend([j + 1, j + 2]);
+            j += 2;
+        } else if args[j].eq_ignore_ascii_case(b"keys") {
+            break;
+        }
+        j += 1;
+    }
+    secrets
 }
 
 /// Whether a CONFIG parameter's value is a credential (`requirepass`,
@@ -55,6 +79,8 @@ mod tests {
         assert_eq!(secrets(&["CONFIG", "SET", "maxmemory", "1", "requirepass", "p", "masterauth", "q"]), [5, 7]);
         assert_eq!(secrets(&["CONFIG", "GET", "requirepass"]), Vec::<usize>::new());
         assert_eq!(secrets(&["SET", "auth", "x"]), Vec::<usize>::new());
+        assert_eq!(secrets(&["MIGRATE", "h", "1", "k", "0", "5", "COPY", "AUTH", "p"]), [8]);
+        assert_eq!(secrets(&["MIGRATE", "h", "1", "", "0", "5", "AUTH2", "u", "p", "KEYS", "auth", "x"]), [7, 8]);
     }
 
     #[test]

@@ -68,6 +68,8 @@ pub struct Server {
     pub tls: Option<crate::tls::TlsContext>,
     /// The config file's reloader (its `[params]` apply without a restart).
     pub config_reload: crate::config_reload::ConfigReload,
+    /// MIGRATE's cached connections to target instances.
+    pub migrate_sockets: crate::migrate::sockets::SocketCache,
 }
 
 /// instantaneous_ops_per_sec: the mean rate over the last 16 samples, as Redis.
@@ -143,6 +145,7 @@ impl Server {
             scripting: crate::scripting::Scripting::new(num_workers, libraries),
             tls: None,
             config_reload: crate::config_reload::ConfigReload::new(&config),
+            migrate_sockets: crate::migrate::sockets::SocketCache::new(config.migrate_socket_idle),
             config,
         }
     }

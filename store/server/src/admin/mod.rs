@@ -80,6 +80,8 @@ async fn serve(server: Arc<Server>, listener: StdListener) {
         // The config file's watcher, likewise.
         tokio::spawn(crate::config_reload::watch::run(server.clone(), every));
     }
+    // MIGRATE's idle cached connections are closed from here too.
+    tokio::spawn(crate::migrate::sockets::run_closer(server.clone()));
     let shutdown = server.shutdown.clone();
     let app = router::router(server.clone());
     let serving = axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.wait().await });

@@ -266,6 +266,7 @@ fn stats_section(server: &Server, t: &Totals, out: &mut String) -> &'static str 
     field!(out, "pubsub_channels", server.pubsub.channel_count());
     field!(out, "pubsub_patterns", server.pubsub.pattern_count());
     field!(out, "pubsubshard_channels", server.pubsub.shard_channel_count());
+    field!(out, "migrate_cached_sockets", server.migrate_sockets.len());
     field!(out, "tracking_total_keys", server.tracking.keys.len());
     field!(out, "tracking_total_items", server.tracking.keys.items());
     field!(out, "tracking_total_prefixes", server.tracking.prefixes.len());

@@ -171,6 +171,8 @@ pub static CORE: &[CommandSpec] = &[
     c("touch", -2, R | F, KALL, keys::touch),
     c("dump", 2, R, K1, dump::dump),
     c("restore", -4, W, K1, dump::restore),
+    c("restore-asking", -4, W, K1, dump::restore),
+    c("migrate", -6, W | MOVABLE, (3, 3, 1), crate::migrate::command::migrate),
     c("expire", -3, W | F, K1, expire::expire),
     c("pexpire", -3, W | F, K1, expire::pexpire),
     c("expireat", -3, W | F, K1, expire::expireat),

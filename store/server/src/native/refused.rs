@@ -15,6 +15,7 @@ const REFUSED: &[&str] = &[
     "reset",
     "monitor",
     "waitaof",
+    "migrate",
 ];
 
 /// Whether `name` (any case) cannot run over the native protocol.
@@ -24,7 +25,7 @@ pub fn is_refused(name: &[u8]) -> bool {
 
 /// The error message for a refused command.
 pub const MESSAGE: &[u8] =
-    b"ERR this command is not available over the native protocol (pub/sub, HELLO, RESET, MONITOR, WAITAOF; use the durable flag)";
+    b"ERR this command is not available over the native protocol (pub/sub, HELLO, RESET, MONITOR, WAITAOF, MIGRATE; use the durable flag)";
 
 #[cfg(test)]
 mod tests {

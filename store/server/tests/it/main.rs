@@ -31,6 +31,7 @@ mod latency;
 mod lazyfree;
 mod listeners;
 mod lists;
+mod migrate;
 mod monitor;
 mod notifications;
 mod pause;

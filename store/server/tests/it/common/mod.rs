@@ -21,8 +21,9 @@ pub struct TestServer {
     pub running: Option<RunningServer>,
     pub dir: PathBuf,
     /// Encoding limits (CONFIG SET hash-max-listpack-entries, ...) are
-    /// process-wide, so the servers of one test binary run one at a time.
-    _serial: std::sync::MutexGuard<'static, ()>,
+    /// process-wide, so the servers of one test binary run one at a time
+    /// (a server started [beside](TestServer::start_beside) another shares its turn).
+    _serial: Option<std::sync::MutexGuard<'static, ()>>,
 }
 
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -42,7 +43,17 @@ impl TestServer {
         let mut config = Config::for_tests(&dir);
         tweak(&mut config);
         let running = cairn_server::start(config, Shutdown::new()).expect("server starts");
-        TestServer { running: Some(running), dir, _serial: serial }
+        TestServer { running: Some(running), dir, _serial: Some(serial) }
+    }
+
+    /// A second server running alongside this one, in this one's turn (a
+    /// MIGRATE target): the test must leave process-wide settings alone.
+    pub fn start_beside(&self, tweak: impl FnOnce(&mut Config)) -> TestServer {
+        let dir = self.dir.with_extension("beside");
+        let mut config = Config::for_tests(&dir);
+        tweak(&mut config);
+        let running = cairn_server::start(config, Shutdown::new()).expect("server starts");
+        TestServer { running: Some(running), dir, _serial: None }
     }
 
     /// Stops the server (a clean shutdown) and starts a new one on the same
