@@ -342,3 +342,46 @@ fn a_restored_key_survives_a_restart() {
     let mut c = server.client();
     assert_eq!((canonical(&mut c, "x"), canonical(&mut c, "t")), before);
 }
+
+/// MIGRATE between Cairn and redis-server in both directions: keys of every
+/// type leave the source and arrive whole, with their TTLs.
+#[test]
+fn migrate_moves_keys_between_cairn_and_redis() {
+    let server = TestServer::start();
+    let mut cairn = server.client();
+    let Some(redis_server) = start_redis(&mut cairn) else { return };
+    let mut redis = Client::connect(redis_server.addr);
+    let fill = |c: &mut Client, prefix: &str| {
+        let key = |name: &str| format!("{prefix}{name}");
+        c.cmd(&["SET", &key("s"), "hello", "PX", "100000"]);
+        c.cmd(&["RPUSH", &key("l"), "a", "b", "300"]);
+        c.cmd(&["HSET", &key("h"), "f", "1", "g", "two"]);
+        c.cmd(&["SADD", &key("set"), "1", "2", "x"]);
+        c.cmd(&["ZADD", &key("z"), "1.5", "m", "-2", "n"]);
+        c.cmd(&["XADD", &key("x"), "1-1", "f", "v"]);
+        c.cmd(&["XGROUP", "CREATE", &key("x"), "g", "0"]);
+        ["s", "l", "h", "set", "z", "x"].map(key)
+    };
+    // Cairn -> Redis.
+    let keys = fill(&mut cairn, "c_");
+    let expected: Vec<String> = keys.iter().map(|k| without_encoding(&canonical(&mut cairn, k))).collect();
+    let port = redis_server.addr.port().to_string();
+    let mut migrate: Vec<&str> = vec!["MIGRATE", "127.0.0.1", &port, "", "0", "5000", "KEYS"];
+    migrate.extend(keys.iter().map(String::as_str));
+    assert_eq!(cairn.cmd(&migrate), simple("OK"));
+    for (key, want) in keys.iter().zip(&expected) {
+        assert_eq!(cairn.cmd(&["EXISTS", key]), int(0), "{key} left Cairn");
+        assert_eq!(&without_encoding(&canonical(&mut redis, key)), want, "{key} in Redis");
+    }
+    // Redis -> Cairn (Redis sends RESTORE with its own payloads).
+    let keys = fill(&mut redis, "r_");
+    let expected: Vec<String> = keys.iter().map(|k| without_encoding(&canonical(&mut redis, k))).collect();
+    let port = server.addr().port().to_string();
+    let mut migrate: Vec<&str> = vec!["MIGRATE", "127.0.0.1", &port, "", "0", "5000", "KEYS"];
+    migrate.extend(keys.iter().map(String::as_str));
+    assert_eq!(redis.cmd(&migrate), simple("OK"));
+    for (key, want) in keys.iter().zip(&expected) {
+        assert_eq!(redis.cmd(&["EXISTS", key]), int(0), "{key} left Redis");
+        assert_eq!(&without_encoding(&canonical(&mut cairn, key)), want, "{key} in Cairn");
+    }
+}
