@@ -283,11 +283,9 @@ pub(crate) async fn connection_loop<S: Stream>(
             else {
                 return Ok(End::Closed);
             };
-            if !await_durable(server, client.last_lsn).await {
+            if !send_when_durable(server, stream, stats, client.last_lsn, &reply).await? {
                 return Ok(End::Closed);
             }
-            send(stream, &reply).await?;
-            stats.net_output_bytes.add(reply.len() as u64);
             unblocked = true;
             continue;
         }
@@ -313,11 +311,9 @@ pub(crate) async fn connection_loop<S: Stream>(
             let Ok(reply) = crate::migrate::complete(server, stats, client, *pending).await else {
                 return Ok(End::Closed);
             };
-            if !await_durable(server, client.last_lsn).await {
+            if !send_when_durable(server, stream, stats, client.last_lsn, &reply).await? {
                 return Ok(End::Closed);
             }
-            send(stream, &reply).await?;
-            stats.net_output_bytes.add(reply.len() as u64);
             unblocked = true;
             continue;
         }
@@ -355,6 +351,24 @@ pub(crate) async fn connection_loop<S: Stream>(
 /// In the `sync` tier, waits until this client's last write is durable
 /// before its replies go out. False when the log failed: the connection is
 /// closed without the replies, since the writes will never be durable.
+/// Sends the reply of work that ran off this worker (EXEC of a script,
+/// MIGRATE) once its writes through `lsn` are as durable as the tier
+/// requires; false when they cannot be (the connection must close).
+async fn send_when_durable<S: Stream>(
+    server: &Server,
+    stream: &mut S,
+    stats: &WorkerStats,
+    lsn: u64,
+    reply: &[u8],
+) -> std::io::Result<bool> {
+    if !await_durable(server, lsn).await {
+        return Ok(false);
+    }
+    send(stream, reply).await?;
+    stats.net_output_bytes.add(reply.len() as u64);
+    Ok(true)
+}
+
 pub(crate) async fn await_durable(server: &Server, lsn: u64) -> bool {
     let p = &server.persistence;
     if !p.acks_wait_for(lsn) {

@@ -148,21 +148,11 @@ pub type Changed = bool;
 
 impl PubSub {
     pub fn subscribe(&self, subs: &mut Subscriptions, channel: &[u8]) -> Changed {
-        if !subs.channels.insert(channel.to_vec()) {
-            return false;
-        }
-        add(&mut self.inner.write().channels, channel, &subs.subscriber);
-        subs.publish_counts();
-        true
+        self.join(subs, channel, false)
     }
 
     pub fn unsubscribe(&self, subs: &mut Subscriptions, channel: &[u8]) -> Changed {
-        if !subs.channels.remove(channel) {
-            return false;
-        }
-        remove(&mut self.inner.write().channels, channel, subs.subscriber.handle.id);
-        subs.publish_counts();
-        true
+        self.leave(subs, channel, false)
     }
 
     pub fn psubscribe(&self, subs: &mut Subscriptions, pattern: &[u8]) -> Changed {
@@ -186,19 +176,37 @@ impl PubSub {
     }
 
     pub fn ssubscribe(&self, subs: &mut Subscriptions, channel: &[u8]) -> Changed {
-        if !subs.shard_channels.insert(channel.to_vec()) {
+        self.join(subs, channel, true)
+    }
+
+    pub fn sunsubscribe(&self, subs: &mut Subscriptions, channel: &[u8]) -> Changed {
+        self.leave(subs, channel, true)
+    }
+
+    /// Subscribes to a channel, or with `shard` to a shard channel.
+    fn join(&self, subs: &mut Subscriptions, channel: &[u8], shard: bool) -> Changed {
+        let mine = if shard { &mut subs.shard_channels } else { &mut subs.channels };
+        if !mine.insert(channel.to_vec()) {
             return false;
         }
-        add(&mut self.inner.write().shard_channels, channel, &subs.subscriber);
+        let mut registry = self.inner.write();
+        let members = if shard { &mut registry.shard_channels } else { &mut registry.channels };
+        add(members, channel, &subs.subscriber);
+        drop(registry);
         subs.publish_counts();
         true
     }
 
-    pub fn sunsubscribe(&self, subs: &mut Subscriptions, channel: &[u8]) -> Changed {
-        if !subs.shard_channels.remove(channel) {
+    /// Unsubscribes from a channel, or with `shard` from a shard channel.
+    fn leave(&self, subs: &mut Subscriptions, channel: &[u8], shard: bool) -> Changed {
+        let mine = if shard { &mut subs.shard_channels } else { &mut subs.channels };
+        if !mine.remove(channel) {
             return false;
         }
-        remove(&mut self.inner.write().shard_channels, channel, subs.subscriber.handle.id);
+        let mut registry = self.inner.write();
+        let members = if shard { &mut registry.shard_channels } else { &mut registry.channels };
+        remove(members, channel, subs.subscriber.handle.id);
+        drop(registry);
         subs.publish_counts();
         true
     }

@@ -110,76 +110,113 @@ pub fn leave(ctx: &mut Ctx<'_>) {
     }
 }
 
-pub fn subscribe(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+/// The three kinds of subscription: each (un)subscribe command works on one.
+#[derive(Clone, Copy)]
+enum Namespace {
+    Channels,
+    Patterns,
+    ShardChannels,
+}
+
+impl Namespace {
+    /// The kind word of its subscribe and unsubscribe confirmations.
+    fn kinds(self) -> (&'static [u8], &'static [u8]) {
+        match self {
+            Namespace::Channels => (b"subscribe", b"unsubscribe"),
+            Namespace::Patterns => (b"psubscribe", b"punsubscribe"),
+            Namespace::ShardChannels => (b"ssubscribe", b"sunsubscribe"),
+        }
+    }
+
+    /// The count its confirmations carry (Redis counts channels and
+    /// patterns together, shard channels apart).
+    fn count(self, subs: &Subscriptions) -> usize {
+        match self {
+            Namespace::Channels | Namespace::Patterns => subs.count(),
+            Namespace::ShardChannels => subs.shard_count(),
+        }
+    }
+
+    /// What the connection is subscribed to in this namespace.
+    fn names(self, subs: &Subscriptions) -> Vec<Vec<u8>> {
+        match self {
+            Namespace::Channels => subs.channels.iter().cloned().collect(),
+            Namespace::Patterns => subs.patterns.clone(),
+            Namespace::ShardChannels => subs.shard_channels.iter().cloned().collect(),
+        }
+    }
+
+    fn add(self, pubsub: &crate::pubsub::PubSub, subs: &mut Subscriptions, name: &[u8]) {
+        match self {
+            Namespace::Channels => pubsub.subscribe(subs, name),
+            Namespace::Patterns => pubsub.psubscribe(subs, name),
+            Namespace::ShardChannels => pubsub.ssubscribe(subs, name),
+        };
+    }
+
+    fn remove(self, pubsub: &crate::pubsub::PubSub, subs: &mut Subscriptions, name: &[u8]) {
+        match self {
+            Namespace::Channels => pubsub.unsubscribe(subs, name),
+            Namespace::Patterns => pubsub.punsubscribe(subs, name),
+            Namespace::ShardChannels => pubsub.sunsubscribe(subs, name),
+        };
+    }
+}
+
+/// SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE: one confirmation per name.
+fn subscribe_in(ctx: &mut Ctx<'_>, namespace: Namespace, args: &[&[u8]]) -> CmdResult {
     enter(ctx);
-    for channel in &args[1..] {
+    for name in &args[1..] {
         let Some(subs) = ctx.client.pubsub.as_deref_mut() else { break };
-        ctx.server.pubsub.subscribe(subs, channel);
-        let count = subs.count();
-        confirm(ctx, b"subscribe", Some(channel), count);
+        namespace.add(&ctx.server.pubsub, subs, name);
+        let count = namespace.count(subs);
+        confirm(ctx, namespace.kinds().0, Some(name), count);
     }
     Ok(())
+}
+
+/// UNSUBSCRIBE, PUNSUBSCRIBE, SUNSUBSCRIBE: the names given, or every one
+/// of the namespace; one confirmation with a null name when there is none.
+fn unsubscribe_in(ctx: &mut Ctx<'_>, namespace: Namespace, args: &[&[u8]]) -> CmdResult {
+    flush_pending(ctx);
+    let kind = namespace.kinds().1;
+    let names: Vec<Vec<u8>> = if args.len() > 1 {
+        args[1..].iter().map(|a| a.to_vec()).collect()
+    } else {
+        ctx.client.pubsub.as_deref().map(|subs| namespace.names(subs)).unwrap_or_default()
+    };
+    if names.is_empty() {
+        let count = ctx.client.pubsub.as_deref().map_or(0, |subs| namespace.count(subs));
+        confirm(ctx, kind, None, count);
+    }
+    for name in &names {
+        let count = match ctx.client.pubsub.as_deref_mut() {
+            Some(subs) => {
+                namespace.remove(&ctx.server.pubsub, subs, name);
+                namespace.count(subs)
+            }
+            None => 0,
+        };
+        confirm(ctx, kind, Some(name), count);
+    }
+    leave_if_empty(ctx);
+    Ok(())
+}
+
+pub fn subscribe(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    subscribe_in(ctx, Namespace::Channels, args)
 }
 
 pub fn psubscribe(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    enter(ctx);
-    for pattern in &args[1..] {
-        let Some(subs) = ctx.client.pubsub.as_deref_mut() else { break };
-        ctx.server.pubsub.psubscribe(subs, pattern);
-        let count = subs.count();
-        confirm(ctx, b"psubscribe", Some(pattern), count);
-    }
-    Ok(())
+    subscribe_in(ctx, Namespace::Patterns, args)
 }
 
 pub fn unsubscribe(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    flush_pending(ctx);
-    let names: Vec<Vec<u8>> = if args.len() > 1 {
-        args[1..].iter().map(|a| a.to_vec()).collect()
-    } else {
-        ctx.client.pubsub.as_ref().map(|s| s.channels.iter().cloned().collect()).unwrap_or_default()
-    };
-    if names.is_empty() {
-        let count = ctx.client.pubsub.as_ref().map_or(0, |s| s.count());
-        confirm(ctx, b"unsubscribe", None, count);
-    }
-    for channel in &names {
-        let count = match ctx.client.pubsub.as_deref_mut() {
-            Some(subs) => {
-                ctx.server.pubsub.unsubscribe(subs, channel);
-                subs.count()
-            }
-            None => 0,
-        };
-        confirm(ctx, b"unsubscribe", Some(channel), count);
-    }
-    leave_if_empty(ctx);
-    Ok(())
+    unsubscribe_in(ctx, Namespace::Channels, args)
 }
 
 pub fn punsubscribe(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    flush_pending(ctx);
-    let names: Vec<Vec<u8>> = if args.len() > 1 {
-        args[1..].iter().map(|a| a.to_vec()).collect()
-    } else {
-        ctx.client.pubsub.as_ref().map(|s| s.patterns.clone()).unwrap_or_default()
-    };
-    if names.is_empty() {
-        let count = ctx.client.pubsub.as_ref().map_or(0, |s| s.count());
-        confirm(ctx, b"punsubscribe", None, count);
-    }
-    for pattern in &names {
-        let count = match ctx.client.pubsub.as_deref_mut() {
-            Some(subs) => {
-                ctx.server.pubsub.punsubscribe(subs, pattern);
-                subs.count()
-            }
-            None => 0,
-        };
-        confirm(ctx, b"punsubscribe", Some(pattern), count);
-    }
-    leave_if_empty(ctx);
-    Ok(())
+    unsubscribe_in(ctx, Namespace::Patterns, args)
 }
 
 /// SSUBSCRIBE shardchannel [shardchannel ...]. Unlike SUBSCRIBE (allowed in
@@ -189,40 +226,12 @@ pub fn ssubscribe(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if matches!(ctx.client.block, BlockState::Denied) {
         return Err(CmdError::Static("ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client"));
     }
-    enter(ctx);
-    for channel in &args[1..] {
-        let Some(subs) = ctx.client.pubsub.as_deref_mut() else { break };
-        ctx.server.pubsub.ssubscribe(subs, channel);
-        let count = subs.shard_count();
-        confirm(ctx, b"ssubscribe", Some(channel), count);
-    }
-    Ok(())
+    subscribe_in(ctx, Namespace::ShardChannels, args)
 }
 
 /// SUNSUBSCRIBE [shardchannel ...]: the named shard channels, or all.
 pub fn sunsubscribe(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    flush_pending(ctx);
-    let names: Vec<Vec<u8>> = if args.len() > 1 {
-        args[1..].iter().map(|a| a.to_vec()).collect()
-    } else {
-        ctx.client.pubsub.as_ref().map(|s| s.shard_channels.iter().cloned().collect()).unwrap_or_default()
-    };
-    if names.is_empty() {
-        let count = ctx.client.pubsub.as_ref().map_or(0, |s| s.shard_count());
-        confirm(ctx, b"sunsubscribe", None, count);
-    }
-    for channel in &names {
-        let count = match ctx.client.pubsub.as_deref_mut() {
-            Some(subs) => {
-                ctx.server.pubsub.sunsubscribe(subs, channel);
-                subs.shard_count()
-            }
-            None => 0,
-        };
-        confirm(ctx, b"sunsubscribe", Some(channel), count);
-    }
-    leave_if_empty(ctx);
-    Ok(())
+    unsubscribe_in(ctx, Namespace::ShardChannels, args)
 }
 
 /// SPUBLISH shardchannel message
