@@ -7,10 +7,13 @@ use super::error::RdbError;
 
 /// The RDB version Redis 7.0 writes.
 pub const WRITTEN_VERSION: u16 = 10;
-/// The newest RDB version accepted: Redis 7.2 writes 11, 7.4 and Valkey
-/// 8 write 12; the types they add that Cairn can hold (set listpacks,
-/// streams with consumer active times) are decoded.
+/// The newest Redis RDB version accepted: Redis 7.2 writes 11, 7.4 writes
+/// 12; the types they add that Cairn can hold (set listpacks, streams with
+/// consumer active times) are decoded, the others refused by type.
 pub const NEWEST_READ_VERSION: u16 = 12;
+/// The RDB version Valkey 8.1 and 9 write: Redis 7.2's types under a
+/// version number of Valkey's own (Valkey leaves 12 to 79 to Redis).
+pub const VALKEY_VERSION: u16 = 80;
 const FOOTER_LEN: usize = 10;
 
 /// Seals a payload body.
@@ -28,7 +31,7 @@ pub fn open(payload: &[u8], skip_checksum: bool) -> Result<&[u8], RdbError> {
     let body_len = payload.len().checked_sub(FOOTER_LEN).ok_or(RdbError::Framing)?;
     let (body, footer) = payload.split_at(body_len);
     let version = u16::from_le_bytes([footer[0], footer[1]]);
-    if version > NEWEST_READ_VERSION {
+    if version > NEWEST_READ_VERSION && version != VALKEY_VERSION {
         return Err(RdbError::Framing);
     }
     if skip_checksum {
@@ -52,6 +55,18 @@ mod tests {
         let redis = b"\x00\xc0\x01\x0a\x00\x26\x78\xe7\xb6\xd1\x01\x11\xfc";
         assert_eq!(seal(b"\x00\xc0\x01".to_vec()), redis);
         assert_eq!(open(redis, false), Ok(&b"\x00\xc0\x01"[..]));
+    }
+
+    #[test]
+    fn opens_valkey_payloads() {
+        // `SET s hello` then `DUMP s` in valkey-server 9.1.2 (RDB version 80).
+        let valkey = b"\x00\x05hello\x50\x00\xac\x58\x16\xe7\xfb\x66\x47\xfe";
+        assert_eq!(open(valkey, false), Ok(&b"\x00\x05hello"[..]));
+        let mut between = b"\x00\x05hello".to_vec();
+        between.extend_from_slice(&79u16.to_le_bytes());
+        let crc = crc64(0, &between);
+        between.extend_from_slice(&crc.to_le_bytes());
+        assert_eq!(open(&between, false), Err(RdbError::Framing));
     }
 
     #[test]

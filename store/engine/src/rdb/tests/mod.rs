@@ -8,6 +8,7 @@ mod fixtures;
 mod fixtures_test;
 mod fuzz;
 mod round_trip;
+mod valkey;
 
 /// Bytes from hex (fixtures and hand-built payloads).
 pub fn unhex(hex: &str) -> Vec<u8> {
