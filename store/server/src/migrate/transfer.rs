@@ -226,13 +226,12 @@ fn connect(host: &[u8], port: &[u8], timeout: Duration) -> Result<TcpStream, Unr
     Err(Unreachable::Refused(last))
 }
 
-/// Appends one command in RESP.
+/// Appends one command in RESP (an array of bulk strings).
 fn put_command(out: &mut Vec<u8>, args: &[&[u8]]) {
-    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+    let mut writer = cairn_protocol::ReplyWriter::new(out, cairn_protocol::ProtocolVersion::Resp2);
+    writer.array(args.len());
     for arg in args {
-        out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
-        out.extend_from_slice(arg);
-        out.extend_from_slice(b"\r\n");
+        writer.bulk(arg);
     }
 }
 
