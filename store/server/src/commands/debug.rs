@@ -25,6 +25,8 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             }
         }
         ctx.out.ok();
+    } else if is(sub, "populate") && (3..=5).contains(&args.len()) {
+        super::debug_populate::populate(ctx, args)?;
     } else if is(sub, "set-active-expire") && args.len() == 3 {
         ctx.server.keyspace.set_active_expire(super::int_arg(args[2])? != 0);
         ctx.out.ok();
@@ -78,6 +80,7 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
                 "DIGEST-VALUE <key> [<key> ...]",
                 "LOG <message>",
                 "OBJECT <key>",
+                "POPULATE <count> [<prefix>] [<size>]",
                 "PROTOCOL <type>",
                 "SET-ACTIVE-EXPIRE <0|1>",
                 "PAUSE-CRON <0|1>",
@@ -87,7 +90,11 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             ],
         );
     } else {
-        return Err(CmdError::unknown_subcommand("debug", sub));
+        // DEBUG is not a container command in Redis 7.0: its own reply.
+        return Err(CmdError::Message(format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
+            String::from_utf8_lossy(&sub[..sub.len().min(128)])
+        )));
     }
     Ok(())
 }

@@ -11,6 +11,7 @@ pub mod client;
 pub mod client_tracking;
 pub mod connection;
 pub mod debug;
+pub mod debug_populate;
 pub mod dump;
 pub mod error;
 pub mod expire;

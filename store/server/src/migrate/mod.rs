@@ -76,9 +76,12 @@ fn finish(server: &Server, stats: &WorkerStats, client: &mut Client, pending: Pe
         scripts_here: None,
     };
     let db = ctx.db();
-    let watched: Vec<(usize, Vec<u8>)> = pending.sent.iter().map(|s| (db, s.key.clone())).collect();
+    let _watches = ForgetWatches {
+        server,
+        watcher: pending.watcher,
+        watched: pending.sent.iter().map(|s| (db, s.key.clone())).collect(),
+    };
     let removed = if pending.copy { Ok(()) } else { removal::remove_acked(&mut ctx, pending.sent, &outcome.acked) };
-    server.watches.forget(pending.watcher, &watched);
     match (removed, outcome.reply.error()) {
         (Err(e), _) => ctx.out.error(&e.message("migrate")),
         (Ok(()), Some(error)) => ctx.out.error(&error),
@@ -89,6 +92,21 @@ fn finish(server: &Server, stats: &WorkerStats, client: &mut Client, pending: Pe
         out.clear();
     }
     out
+}
+
+/// Stops watching a MIGRATE's keys when dropped: at the end of [`finish`],
+/// and also if the transfer or the deletes panicked, so no watch outlives
+/// its MIGRATE.
+struct ForgetWatches<'a> {
+    server: &'a Server,
+    watcher: u64,
+    watched: Vec<(usize, Vec<u8>)>,
+}
+
+impl Drop for ForgetWatches<'_> {
+    fn drop(&mut self) {
+        self.server.watches.forget(self.watcher, &self.watched);
+    }
 }
 
 /// Counts an error reply in the error statistics and as a failed MIGRATE

@@ -20,6 +20,7 @@ mod config;
 mod config_reload;
 mod crash_sim;
 mod dashboards;
+mod debug_populate;
 mod dump;
 mod dump_redis;
 mod eviction;
