@@ -345,6 +345,7 @@ pub(crate) async fn connection_loop<S: Stream>(
         }
         shrink_if_idle(&mut input);
         shrink_if_idle(&mut output);
+        argv.release_if_large();
     }
 }
 
