@@ -112,16 +112,19 @@ fn consumer_commands<E>(
 ) -> Result<(), E> {
     let seen = state.seen_time.to_string().into_bytes();
     let head: [&[u8]; 5] = [STREAM_CONSUMER, key, group_name, consumer, &seen];
-    let pending: Vec<StreamId> = state.pending().iter().copied().collect();
-    if pending.is_empty() {
+    let mut ids = state.pending().iter().peekable();
+    if ids.peek().is_none() {
         return emit(&head);
     }
-    for ids in pending.chunks(CHUNK) {
-        let mut words: Vec<Vec<u8>> = Vec::with_capacity(ids.len() * 3);
-        for (id, nack) in ids.iter().filter_map(|id| group.pel().get(id).map(|nack| (id, nack))) {
-            words.push(id_text(*id));
-            words.push(nack.delivery_time.to_string().into_bytes());
-            words.push(nack.delivery_count.to_string().into_bytes());
+    let mut words: Vec<Vec<u8>> = Vec::with_capacity(CHUNK * 3);
+    while ids.peek().is_some() {
+        words.clear();
+        for id in ids.by_ref().take(CHUNK) {
+            if let Some(nack) = group.pel().get(id) {
+                words.push(id_text(*id));
+                words.push(nack.delivery_time.to_string().into_bytes());
+                words.push(nack.delivery_count.to_string().into_bytes());
+            }
         }
         let mut args: Vec<&[u8]> = Vec::with_capacity(head.len() + words.len());
         args.extend_from_slice(&head);
