@@ -30,6 +30,7 @@ pub mod lolwut;
 pub mod meta;
 pub mod module;
 pub mod pubsub;
+pub mod rebuild_only;
 pub mod replication;
 pub mod scripting;
 pub mod server_admin;

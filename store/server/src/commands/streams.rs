@@ -14,6 +14,8 @@
 //! - [`groups`]: XGROUP and its subcommands.
 //! - [`pending`]: XACK, XPENDING, XCLAIM, XAUTOCLAIM.
 //! - [`info`]: XINFO and its subcommands.
+//! - [`restore_consumer`]: CAIRN.XCONSUMER, the rebuild-only command that
+//!   restores a consumer from a snapshot (not in the command table).
 //!
 //! The data structure and its semantics live in `cairn_engine::types::stream`.
 
@@ -25,6 +27,9 @@ mod info;
 mod pending;
 mod range;
 mod read;
+mod restore_consumer;
+
+pub(crate) use restore_consumer::xconsumer;
 
 use cairn_engine::types::stream::{StreamEntry, StreamId};
 use cairn_engine::types::Stream;

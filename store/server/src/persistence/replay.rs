@@ -1,7 +1,8 @@
 //! Running logged commands (from the WAL or a snapshot) through the command
 //! table, with the clock set to the record's time and blocking commands in
-//! their non-blocking form, exactly as they ran live. Nothing is logged
-//! while replaying, and replies are discarded.
+//! their non-blocking form, exactly as they ran live; after the table, the
+//! rebuild-only commands snapshots hold (`commands::rebuild_only`). Nothing
+//! is logged while replaying, and replies are discarded.
 
 use std::sync::Arc;
 
@@ -9,7 +10,7 @@ use cairn_protocol::{ProtocolVersion, ReplyWriter};
 
 use crate::blocking::BlockState;
 use crate::client::{Client, ClientHandle};
-use crate::commands::{table, Ctx};
+use crate::commands::{rebuild_only, table, Ctx};
 use crate::server::Server;
 use crate::stats::WorkerStats;
 
@@ -44,9 +45,10 @@ impl<'a> Replayer<'a> {
     /// know or whose arity is wrong: the log was written by something else.
     pub fn apply(&mut self, time_ms: u64, db: u32, argv: &[&[u8]]) -> Result<(), String> {
         let name = argv.first().ok_or("empty command")?;
-        let index =
-            table::lookup(name).ok_or_else(|| format!("unknown command '{}'", String::from_utf8_lossy(name)))?;
-        let spec = table::spec(index);
+        let spec = table::lookup(name)
+            .map(table::spec)
+            .or_else(|| rebuild_only::lookup(name))
+            .ok_or_else(|| format!("unknown command '{}'", String::from_utf8_lossy(name)))?;
         if !spec.arity_ok(argv.len()) {
             return Err(format!("wrong number of arguments for '{}'", spec.name));
         }

@@ -48,6 +48,7 @@ mod scripting_on_worker;
 mod scripting_workers;
 mod slowlog;
 mod sort;
+mod stream_snapshot;
 mod streams;
 mod tier_switch;
 mod tls;

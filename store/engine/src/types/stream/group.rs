@@ -181,6 +181,23 @@ impl ConsumerGroup {
         self.attach(id, &name);
     }
 
+    /// Restores a consumer as a snapshot recorded it: created if missing,
+    /// its seen time set to `seen_time` either way.
+    pub fn restore_consumer(&mut self, name: &[u8], seen_time: i64) {
+        self.touch_or_create_consumer(name, seen_time);
+    }
+
+    /// Restores a pending entry as a snapshot recorded it, owned by
+    /// `consumer` (which must exist), whether or not the stream still holds
+    /// the entry (XDEL and XTRIM leave pending entries behind, as in Redis).
+    /// An entry already pending, for any consumer, is taken over.
+    pub fn restore_pending(&mut self, id: StreamId, consumer: &[u8], delivery_time: i64, delivery_count: u64) {
+        if !self.pel.contains_key(&id) {
+            self.insert_unowned(id, consumer, delivery_time);
+        }
+        self.transfer(id, consumer, delivery_time, CountUpdate::Set(delivery_count));
+    }
+
     fn attach(&mut self, id: StreamId, consumer: &[u8]) {
         if let Some(c) = self.consumers.get_mut(consumer) {
             c.pel.insert(id);
@@ -238,5 +255,22 @@ mod tests {
         g.deliver(id, b"bob", 40);
         assert_eq!(g.delete_consumer(b"bob"), Some(1));
         assert!(g.pel().is_empty());
+    }
+
+    #[test]
+    fn restore_sets_seen_time_and_moves_an_entry_between_consumers() {
+        let mut g = ConsumerGroup::new(StreamId::MIN, 0);
+        g.restore_consumer(b"alice", 100);
+        g.restore_consumer(b"alice", 70);
+        assert_eq!(g.consumer(b"alice").map(|c| c.seen_time), Some(70));
+        let id = StreamId::new(9, 1);
+        g.restore_pending(id, b"alice", 50, 4);
+        assert_eq!(g.pel()[&id], Nack { delivery_time: 50, delivery_count: 4, consumer: Arc::from(&b"alice"[..]) });
+        g.restore_consumer(b"bob", 80);
+        g.restore_pending(id, b"bob", 60, 2);
+        assert_eq!(g.consumer(b"alice").map(|c| c.pending().len()), Some(0));
+        assert_eq!(g.consumer(b"bob").map(|c| c.pending().len()), Some(1));
+        assert_eq!((g.pel()[&id].delivery_time, g.pel()[&id].delivery_count), (60, 2));
+        assert_eq!(g.consumer(b"bob").map(|c| c.seen_time), Some(80), "restoring entries leaves the seen time");
     }
 }
