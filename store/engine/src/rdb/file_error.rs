@@ -14,8 +14,8 @@ pub enum RdbFileError {
     NotRdb,
     #[error("RDB format version {version} is not supported (Cairn reads 1 to {newest} and Valkey's {valkey})")]
     Version { version: u32, newest: u16, valkey: u16 },
-    #[error("the RDB file holds functions (opcode {opcode} at byte {offset}): Cairn does not import them; delete them in the source (FUNCTION FLUSH), or move them with FUNCTION DUMP / FUNCTION RESTORE")]
-    Functions { opcode: &'static str, offset: u64 },
+    #[error("the RDB file holds functions in the format of Redis 7.0's release candidates (opcode FUNCTION at byte {offset}): Cairn reads only Redis 7.0's FUNCTION2; save the file again with Redis 7.0 or later")]
+    Functions { offset: u64 },
     #[error("the RDB file holds module data (MODULE_AUX at byte {offset}): Cairn has no modules")]
     ModuleAux { offset: u64 },
     #[error("unknown RDB opcode or value type {byte} at byte {offset}")]

@@ -3,9 +3,10 @@
 //! EXPIRETIME/EXPIRETIME_MS, IDLE/FREQ) and objects up to EOF and the
 //! CRC-64 of everything before it (0: saved without a checksum). Each
 //! object is copied off the stream ([`super::file_object`]) and decoded by
-//! the payload decoder, with its validation. Functions (FUNCTION2, the
-//! 7.0 release candidates' FUNCTION) and module data are refused with an
-//! error naming them.
+//! the payload decoder, with its validation. Function libraries (FUNCTION2)
+//! are collected for the caller to load ([`FileReader::take_functions`]);
+//! the 7.0 release candidates' FUNCTION and module data are refused with
+//! an error naming them.
 
 use std::io::Read;
 
@@ -51,6 +52,8 @@ pub struct FileReader<R> {
     version: u32,
     db: u64,
     aux: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The code of each FUNCTION2 library read and not taken yet.
+    functions: Vec<Vec<u8>>,
     /// Empty collections skipped (Redis 7.0 skips them on load too).
     empty_skipped: u64,
     done: bool,
@@ -62,7 +65,7 @@ impl<R: Read> FileReader<R> {
         let mut src = Source::new(inner);
         let magic: [u8; 9] = src.array("the header").map_err(|_| RdbFileError::NotRdb)?;
         let version = parse_header(&magic)?;
-        Ok(FileReader { src, version, db: 0, aux: Vec::new(), empty_skipped: 0, done: false })
+        Ok(FileReader { src, version, db: 0, aux: Vec::new(), functions: Vec::new(), empty_skipped: 0, done: false })
     }
 
     /// The file's RDB version.
@@ -73,6 +76,12 @@ impl<R: Read> FileReader<R> {
     /// The AUX fields read so far (all of them once the items are read).
     pub fn aux(&self) -> &[(Vec<u8>, Vec<u8>)] {
         &self.aux
+    }
+
+    /// The function libraries (their code, as FUNCTION LOAD takes it) read
+    /// since the last call.
+    pub fn take_functions(&mut self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut self.functions)
     }
 
     /// Empty collections skipped so far.
@@ -104,8 +113,11 @@ impl<R: Read> FileReader<R> {
                     let value = self.string("an AUX field")?;
                     self.aux.push((key, value));
                 }
-                OP_FUNCTION2 => return Err(RdbFileError::Functions { opcode: "FUNCTION2", offset: at }),
-                OP_FUNCTION => return Err(RdbFileError::Functions { opcode: "FUNCTION", offset: at }),
+                OP_FUNCTION2 => {
+                    let code = self.string("a function library")?;
+                    self.functions.push(code);
+                }
+                OP_FUNCTION => return Err(RdbFileError::Functions { offset: at }),
                 OP_MODULE_AUX => return Err(RdbFileError::ModuleAux { offset: at }),
                 OP_EOF => {
                     self.finish()?;

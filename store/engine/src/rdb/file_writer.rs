@@ -1,6 +1,7 @@
 //! Writing a whole RDB file as redis-server 7.0.15 writes one
 //! (`rdbSaveRio`): `REDIS0010`, the AUX fields (`redis-ver`, `redis-bits`,
-//! `ctime`, `used-mem`, `aof-base`), per database SELECTDB and RESIZEDB,
+//! `ctime`, `used-mem`, `aof-base`), the function libraries (FUNCTION2),
+//! per database SELECTDB and RESIZEDB,
 //! then each key (EXPIRETIME_MS before it when it has a TTL, the value by
 //! the payload encoder), EOF and the CRC-64 of everything before it.
 
@@ -12,6 +13,7 @@ use super::payload::WRITTEN_VERSION;
 use super::writer::Writer;
 use crate::value::Value;
 
+const OP_FUNCTION2: u8 = 0xf5;
 const OP_AUX: u8 = 0xfa;
 const OP_RESIZEDB: u8 = 0xfb;
 const OP_EXPIRETIME_MS: u8 = 0xfc;
@@ -73,6 +75,14 @@ impl<W: Write> FileWriter<W> {
         self.crc = crc64(self.crc, bytes);
         self.bytes += bytes.len() as u64;
         Ok(())
+    }
+
+    /// A function library (FUNCTION2 and its code), before the databases.
+    pub fn function(&mut self, code: &[u8]) -> std::io::Result<()> {
+        let mut w = Writer::new();
+        w.u8(OP_FUNCTION2);
+        w.string(code);
+        self.put(&w.out)
     }
 
     /// SELECTDB and RESIZEDB for a database of `keys` keys (`expires` of

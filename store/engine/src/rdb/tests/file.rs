@@ -132,13 +132,28 @@ fn every_opcode() {
 }
 
 #[test]
-fn functions_modules_and_unknown_opcodes_are_refused_by_name() {
+fn function_libraries_are_collected() {
+    let code = b"#!lua name=lib\nredis.register_function('f', function() return 1 end)";
+    let mut w = FileWriter::new(Vec::new(), INFO).unwrap();
+    w.function(code).unwrap();
+    w.select_db(0, 1, 0).unwrap();
+    w.key(b"k", &Value::from_bytes(b"v"), None).unwrap();
+    let (bytes, _) = w.finish().unwrap();
+    let mut reader = FileReader::new(&bytes[..]).unwrap();
+    assert_eq!(reader.next_item().unwrap().map(|i| i.key), Some(b"k".to_vec()));
+    assert_eq!(reader.take_functions(), [code.to_vec()]);
+    assert!(reader.next_item().unwrap().is_none());
+    assert!(reader.take_functions().is_empty());
+}
+
+#[test]
+fn old_functions_modules_and_unknown_opcodes_are_refused_by_name() {
     let err = |body: &[u8]| read_all(&framed("0010", body, None)).unwrap_err();
-    let function2 = err(b"\x00\x01a\x01A\xf5\x05hello");
-    assert!(matches!(function2, RdbFileError::Functions { opcode: "FUNCTION2", offset: 14 }), "{function2}");
-    assert!(function2.to_string().contains("FUNCTION2"));
-    assert!(matches!(err(b"\xf6"), RdbFileError::Functions { opcode: "FUNCTION", offset: 9 }));
+    let function = err(b"\x00\x01a\x01A\xf6\x05hello");
+    assert!(matches!(function, RdbFileError::Functions { offset: 14 }), "{function}");
+    assert!(function.to_string().contains("FUNCTION"));
     assert!(matches!(err(b"\xf7\x01"), RdbFileError::ModuleAux { offset: 9 }));
+    assert!(err(b"\xf7\x01").to_string().contains("MODULE_AUX"));
     assert!(matches!(err(b"\x07\x01k"), RdbFileError::BadData { .. }));
     assert!(matches!(err(b"\x08"), RdbFileError::UnknownType { byte: 8, offset: 9 }));
     assert!(matches!(err(b"\xf0"), RdbFileError::UnknownType { byte: 0xf0, .. }));
