@@ -6,7 +6,9 @@
 //! with `PEXPIREAT`. Streams: entries with explicit IDs, `XSETID` with the
 //! counters, groups with `XGROUP CREATE ... ENTRIESREAD`, pending entries
 //! with `XCLAIM ... TIME RETRYCOUNT FORCE JUSTID`, idle consumers with
-//! `XGROUP CREATECONSUMER`.
+//! `XGROUP CREATECONSUMER`; a stream whose groups hold pending entries of
+//! deleted entries (which no command recreates) as `RESTORE` of its DUMP
+//! payload.
 
 use crate::entry::Entry;
 use crate::types::stream::{Stream, StreamId};
@@ -33,6 +35,12 @@ pub fn commands_for<E>(key: &[u8], entry: &Entry, emit: &mut impl FnMut(&[&[u8]]
             let pairs = zset.iter().flat_map(|(m, score)| [format_score(score), m.to_vec()]);
             chunked(b"ZADD", key, 2, pairs, emit)?
         }
+        Value::Stream(stream) if has_pending_of_deleted(stream) => {
+            // No command recreates a pending entry whose stream entry was
+            // deleted (XCLAIM drops it), so such a stream is stored whole,
+            // as the DUMP payload RESTORE reads back.
+            emit(&[b"RESTORE", key, b"0", &crate::rdb::dump_payload(&entry.value)])?
+        }
         Value::Stream(stream) => stream_commands(key, stream, emit)?,
     }
     if let Some(at) = entry.expire_at() {
@@ -40,6 +48,11 @@ pub fn commands_for<E>(key: &[u8], entry: &Entry, emit: &mut impl FnMut(&[&[u8]]
         emit(&[b"PEXPIREAT", key, buf.format(at).as_bytes()])?;
     }
     Ok(())
+}
+
+/// Whether a group of `stream` has a pending entry whose stream entry is gone.
+fn has_pending_of_deleted(stream: &Stream) -> bool {
+    stream.groups().any(|(_, group)| group.pel().keys().any(|id| stream.range(*id, *id, false).next().is_none()))
 }
 
 /// A score as text that parses back to the same double.
