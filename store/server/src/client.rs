@@ -292,6 +292,9 @@ pub struct Client {
     pub pending_migrate: Option<Box<crate::migrate::Pending>>,
     /// The keys a MIGRATE moved, read by its deletes (`migrate::removal`).
     pub migrated: Vec<crate::migrate::removal::Sent>,
+    /// REPLCONF's settings and a SYNC to serve (`redis-cli --rdb`, see
+    /// [`crate::rdb_file::sync`]).
+    pub repl: crate::rdb_file::replconf::ReplState,
 }
 
 impl Client {
@@ -326,6 +329,7 @@ impl Client {
             tracking: None,
             script_keys: Vec::new(),
             pending_migrate: None,
+            repl: Default::default(),
             migrated: Vec::new(),
         }
     }

@@ -110,6 +110,10 @@ pub struct Args {
     /// Data directory.
     #[arg(long, env = "CAIRN_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
+    /// A Redis RDB file (`dump.rdb`) to load at start into an empty data
+    /// directory (refused when it holds data); snapshotted before serving.
+    #[arg(long, env = "CAIRN_IMPORT_RDB")]
+    pub import_rdb: Option<PathBuf>,
     /// Number of databases (SELECT 0..N-1).
     #[arg(long, env = "CAIRN_DATABASES")]
     pub databases: Option<usize>,
@@ -273,6 +277,8 @@ pub struct Config {
     pub threads: Option<usize>,
     pub cpus: Option<String>,
     pub data_dir: PathBuf,
+    /// `--import-rdb`: an RDB file loaded at start (see `rdb_file::import`).
+    pub import_rdb: Option<PathBuf>,
     pub databases: usize,
     pub requirepass: Option<String>,
     pub maxclients: usize,
@@ -334,6 +340,7 @@ impl Default for Config {
             threads: None,
             cpus: None,
             data_dir: PathBuf::from("./data"),
+            import_rdb: None,
             databases: 16,
             requirepass: None,
             maxclients: 10_000,
@@ -497,6 +504,7 @@ impl Config {
             threads: args.threads.or(file.threads),
             cpus: args.cpus.or(file.cpus),
             data_dir: args.data_dir.or(file.data_dir).unwrap_or(d.data_dir),
+            import_rdb: args.import_rdb.or(file.import_rdb),
             databases: args.databases.or(file.databases).unwrap_or(d.databases),
             requirepass: args.requirepass.or(file.requirepass).filter(|p| !p.is_empty()),
             maxclients: args.maxclients.or(file.maxclients).unwrap_or(d.maxclients),

@@ -317,6 +317,11 @@ pub(crate) async fn connection_loop<S: Stream>(
             unblocked = true;
             continue;
         }
+        if let Some(pending) = client.repl.pending.take() {
+            // `redis-cli --rdb`: the image, then the connection ends.
+            crate::rdb_file::sync::serve(server, stats, stream, pending).await?;
+            return Ok(End::Closed);
+        }
         if let BlockState::Blocked(waiter) = std::mem::take(&mut client.block) {
             let Some((reply, lsn)) =
                 wait_unblocked(server, stream, signal.as_mut(), &handle, &waiter, &mut input).await?

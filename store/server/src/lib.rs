@@ -42,6 +42,8 @@
 //!   [`lazyfree`]: big values freed on a background thread (UNLINK, FLUSH ASYNC).
 //! - [`migrate`]: MIGRATE (its network part off the workers) and its cached
 //!   connections to target instances.
+//! - [`rdb_file`]: whole RDB files: `--import-rdb` at start, and the
+//!   rdb-only SYNC of `redis-cli --rdb`.
 //! - [`server`]: the state all workers share; [`stats`]: per-worker counters.
 //! - [`watch`]: WATCH bookkeeping (who watches which key); [`pause`]: CLIENT
 //!   PAUSE, which holds writes (or everything) until it ends.
@@ -95,6 +97,7 @@ pub mod pause;
 pub mod periodic;
 pub mod persistence;
 pub mod pubsub;
+pub mod rdb_file;
 pub mod rebalance;
 pub mod rebind;
 pub mod redact;
@@ -146,6 +149,8 @@ pub enum StartError {
     Thread(std::io::Error),
     #[error("recovery failed: {0}")]
     Recovery(#[from] persistence::recover::RecoverError),
+    #[error("import failed: {0}")]
+    Import(#[from] rdb_file::import::ImportError),
 }
 
 /// A started server.
@@ -275,14 +280,17 @@ pub fn start(mut config: Config, shutdown: Shutdown) -> Result<RunningServer, St
             return Err(StartError::Thread(e));
         }
     }
-    let recovered = match persistence::recover::recover(&server) {
+    let recovered = persistence::recover::recover(&server)
+        .map_err(StartError::from)
+        .and_then(|recovered| import_rdb(&server, &recovered).map(|()| recovered));
+    let recovered = match recovered {
         Ok(r) => r,
         Err(e) => {
             server.shutdown.trigger();
             for t in threads {
                 let _ = t.join();
             }
-            return Err(e.into());
+            return Err(e);
         }
     };
     server.persistence.loading.store(false, std::sync::atomic::Ordering::Release);
@@ -314,6 +322,23 @@ pub fn start(mut config: Config, shutdown: Shutdown) -> Result<RunningServer, St
         "Ready to accept connections"
     );
     Ok(RunningServer { addr, tls_addr, native_addr, admin_addr, server, threads, _lock: lock })
+}
+
+/// `--import-rdb`: loads the file into the recovered (empty) server, still
+/// in the loading phase.
+fn import_rdb(server: &Server, recovered: &persistence::recover::Recovered) -> Result<(), StartError> {
+    let Some(path) = &server.config.import_rdb else { return Ok(()) };
+    let imported = rdb_file::import::run(server, path, recovered)?;
+    tracing::info!(
+        file = %path.display(),
+        keys = %imported.per_db(),
+        expired_skipped = imported.expired_skipped,
+        empty_skipped = imported.empty_skipped,
+        functions = imported.functions,
+        seconds = imported.seconds,
+        "RDB file imported"
+    );
+    Ok(())
 }
 
 /// Binds one listener per worker on `port` of `bind`, unless the port is

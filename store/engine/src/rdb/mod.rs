@@ -16,6 +16,11 @@
 //!   Redis 7.2's set listpacks and third stream format, into a [`Value`];
 //!   [`stream`] reads and writes streams; [`encode`] writes any value as
 //!   Redis 7.0.15 would ([`types`] names the type bytes).
+//! - whole RDB files (`dump.rdb`): [`file_reader`] streams the keys of one
+//!   over any `Read` (the bytes through [`file_source`], each object copied
+//!   off the stream by [`file_object`], then decoded as a payload is;
+//!   errors in [`file_error`] carry the byte offset); [`file_writer`]
+//!   writes one as redis-server 7.0.15 does.
 //!
 //! Decoding validates as Redis does with `sanitize-dump-payload yes`, always:
 //! any inconsistency is [`RdbError::BadData`], never a panic, and no claimed
@@ -30,6 +35,11 @@ mod decode;
 mod element;
 mod encode;
 mod error;
+mod file_error;
+mod file_object;
+mod file_reader;
+mod file_source;
+mod file_writer;
 mod intset;
 mod listpack;
 mod lzf;
@@ -47,6 +57,9 @@ mod tests;
 
 pub use crc64::crc64;
 pub use error::RdbError;
+pub use file_error::RdbFileError;
+pub use file_reader::{FileItem, FileReader};
+pub use file_writer::{key_record, FileInfo, FileWriter, REDIS_VER};
 pub use payload::{NEWEST_READ_VERSION, WRITTEN_VERSION};
 
 use crate::value::Value;

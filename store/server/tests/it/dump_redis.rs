@@ -15,9 +15,9 @@ use crate::common::*;
 use redis_protocol::resp3::types::OwnedFrame;
 
 /// A redis-server child process on a free loopback port, stopped on drop.
-struct RedisServer {
+pub(crate) struct RedisServer {
     child: Child,
-    addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
 }
 
 impl Drop for RedisServer {
@@ -27,7 +27,7 @@ impl Drop for RedisServer {
     }
 }
 
-fn redis_server_path() -> Option<std::path::PathBuf> {
+pub(crate) fn redis_server_path() -> Option<std::path::PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path).map(|dir| dir.join("redis-server")).find(|p| p.is_file())
 }
@@ -35,6 +35,11 @@ fn redis_server_path() -> Option<std::path::PathBuf> {
 /// Starts redis-server, or explains why not: None skips the test, unless
 /// `CI` is set (then a missing server fails it).
 fn start_redis(cairn: &mut Client) -> Option<RedisServer> {
+    start_redis_with(cairn, &[])
+}
+
+/// [`start_redis`] with more arguments (`--dir`, `--dbfilename`, ...).
+pub(crate) fn start_redis_with(cairn: &mut Client, extra: &[&str]) -> Option<RedisServer> {
     let Some(binary) = redis_server_path() else {
         assert!(std::env::var_os("CI").is_none(), "redis-server is not on PATH (required when CI is set)");
         eprintln!("skipping: redis-server is not on PATH");
@@ -47,6 +52,7 @@ fn start_redis(cairn: &mut Client) -> Option<RedisServer> {
             .map(|s| s.to_string())
             .collect();
     args.extend(["--enable-debug-command".into(), "yes".into()]);
+    args.extend(extra.iter().map(|a| a.to_string()));
     // Cairn's encoding limits, in case a test changed them (the defaults
     // are Redis 7.0's).
     for param in [
@@ -83,7 +89,7 @@ fn config_value(c: &mut Client, param: &str) -> String {
     }
 }
 
-fn text(frame: &OwnedFrame) -> String {
+pub(crate) fn text(frame: &OwnedFrame) -> String {
     match frame {
         OwnedFrame::BlobString { data, .. } | OwnedFrame::SimpleString { data, .. } => {
             String::from_utf8_lossy(data).into_owned()
@@ -104,7 +110,7 @@ fn words(c: &mut Client, args: &[&str]) -> Vec<String> {
 }
 
 /// What a key holds, as text both servers should agree on.
-fn canonical(c: &mut Client, key: &str) -> String {
+pub(crate) fn canonical(c: &mut Client, key: &str) -> String {
     let kind = text(&c.cmd(&["TYPE", key]));
     let encoding = text(&c.cmd(&["OBJECT", "ENCODING", key]));
     let ttl = matches!(c.cmd(&["PTTL", key]), OwnedFrame::Number { data, .. } if data > 0);
@@ -150,9 +156,9 @@ fn restore(c: &mut Client, key: &str, ttl: &str, payload: &[u8]) -> OwnedFrame {
 
 /// One value, built by `commands` (on key `k`), and whether Cairn's DUMP
 /// must equal Redis's byte for byte (with `rdbcompression no`).
-struct Case {
-    name: &'static str,
-    commands: Vec<Vec<String>>,
+pub(crate) struct Case {
+    pub(crate) name: &'static str,
+    pub(crate) commands: Vec<Vec<String>>,
     byte_identical: bool,
 }
 
@@ -167,7 +173,7 @@ fn bulk_case(name: &'static str, byte_identical: bool, head: &[&str], items: Vec
     Case { name, commands: vec![command], byte_identical }
 }
 
-fn cases() -> Vec<Case> {
+pub(crate) fn cases() -> Vec<Case> {
     let long = "x".repeat(300);
     let random: String = (0..200u32).map(|i| char::from(b'!' + ((i * 7919 + 13) % 90) as u8)).collect();
     let mut all = vec![

@@ -38,6 +38,7 @@ mod notifications;
 mod pause;
 mod primary_commands;
 mod pubsub;
+mod rdb_file;
 mod rebalance;
 mod resp;
 mod scripting;

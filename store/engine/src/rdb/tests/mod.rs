@@ -4,6 +4,7 @@
 
 mod canonical;
 mod errors;
+mod file;
 mod fixtures;
 mod fixtures_test;
 mod fuzz;
