@@ -120,6 +120,11 @@ pub struct KVStoreSpec {
 
     /// Extra server configuration, in the server's TOML config format; stored in a ConfigMap
     /// and passed with `--config`. Flags the operator sets (ports, durability, data dir) win.
+    /// Its `[params]` table holds CONFIG parameters (names case-insensitive); a name the server
+    /// does not know, or one with a setting of its own (port, maxclients, ...), is refused. A
+    /// change of a `[params]` value reaches the running server without a restart (the server
+    /// rereads the file); adding or removing a `[params]` entry, or any other change, rolls the
+    /// pods (a parameter removed from the file would keep its value in the running server).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<String>,
 

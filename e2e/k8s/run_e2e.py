@@ -129,7 +129,8 @@ current-context: mock
         cm0 = self.wait_for("ConfigMap demo-config", lambda: self.get("configmap", "demo-config"))
         params = tomllib.loads(cm0["data"]["cairn.toml"]).get("params", {})
         self.check("maxmemory 75% of memory, noeviction, in [params]",
-                   params == {"maxmemory": str(512 * 2**20 * 3 // 4), "maxmemory-policy": "noeviction"}
+                   params == {"maxmemory": str(512 * 2**20 * 3 // 4), "maxmemory-policy": "noeviction",
+                              "timeout": 300}
                    and "--param" not in args, (params, args))
         # This store has no tlsSecret: plaintext ports, no --tls flags.
         self.check("no TLS flags without a tlsSecret", not any(x.startswith("--tls") for x in args), args)
@@ -208,6 +209,30 @@ current-context: mock
                            "-f", changed_path, check=False)
         self.check("mock: claim templates are immutable", out.returncode != 0 and "Forbidden" in out.stderr,
                    out.stderr.strip())
+
+        # A live parameter's value changed in spec.config: the ConfigMap follows, the pod template's
+        # config hash does not (no restart), and an Event names what was applied live. A parameter
+        # added rolls the pods.
+        config_hash = lambda s: s["spec"]["template"]["metadata"]["annotations"]["cairn.io/config-hash"]
+        hash_before = config_hash(self.get("statefulset", "demo"))
+        def with_config(config, wanted):
+            self.kubectl("patch", "kvstore", "demo", "--type=merge", "-p", json.dumps({"spec": {"config": config}}))
+            return self.wait_for(f"the ConfigMap to hold {wanted}", lambda: (lambda c: c if c and wanted in
+                                 c["data"]["cairn.toml"] else None)(self.get("configmap", "demo-config")))
+        with_config("maxclients = 1000\n[params]\ntimeout = 600\n", "timeout = 600")
+        def live_event():
+            events = (self.get("events.v1.events.k8s.io") or {"items": []})["items"]
+            notes = [e.get("note", "") for e in events if e.get("reason") == "ConfigAppliedLive"]
+            return notes or None
+        notes = self.wait_for("a ConfigAppliedLive Event", live_event)
+        self.check("live param: Event names it", any(n.startswith("config: timeout applied without restart")
+                                                     for n in notes), notes)
+        self.check("live param: the pod template is unchanged (no restart)",
+                   config_hash(self.get("statefulset", "demo")) == hash_before)
+        with_config("maxclients = 1000\n[params]\ntimeout = 600\nhz = 20\n", "hz = 20")
+        rolled = self.wait_for("the pod template to roll", lambda: (lambda h: h if h != hash_before else None)(
+            config_hash(self.get("statefulset", "demo"))))
+        self.check("a param added: the pod template rolls", rolled != hash_before)
 
         # An invalid spec is reported, and does not stall the controller.
         bad = {"apiVersion": "cairn.io/v1alpha1", "kind": "KVStore", "metadata": {"name": "bad", "namespace": "default"},

@@ -6,9 +6,10 @@
 //! The server rereads its mounted config file (`--config-reload-interval 5s`, which the operator
 //! passes and refuses in `spec.config`, after
 //! the kubelet has refreshed the ConfigMap volume) and applies a changed `[params]` table
-//! without a restart. So the pod template carries a hash of the user's part of the file only
-//! ([`restart_part`]): a change of `spec.maxmemory` or `spec.maxmemoryPolicy` reaches the
-//! running server in place, any other change of the file rolls the pod.
+//! without a restart. So the pod template carries a hash of the part of `spec.config` that needs
+//! a restart only ([`crate::config_change::restart_part`]): a change of `spec.maxmemory`,
+//! `spec.maxmemoryPolicy` or of a live parameter's value in `[params]` reaches the running server
+//! in place, any other change of the file rolls the pod.
 
 use cairn_crds::KVStore;
 
@@ -18,8 +19,9 @@ use crate::store_contract as sc;
 const HEADER: &str = "# Written by the Cairn operator: spec.config, with [params] maxmemory and maxmemory-policy \
                       from spec.maxmemory and spec.maxmemoryPolicy.\n";
 
-/// Problems of a `spec.config`: not TOML, a `params` key that is not a table, or a `[params]`
-/// entry the operator sets from the spec (names case-insensitive, as the server reads them).
+/// Problems of a `spec.config`: not TOML, a `params` key that is not a table, a `[params]`
+/// entry the operator sets from the spec (names case-insensitive, as the server reads them), or
+/// one the server would refuse ([`crate::params::problems`]: unknown, not settable there, ...).
 pub fn problems(config: &str) -> Vec<String> {
     let table = match config.parse::<toml::Table>() {
         Ok(table) => table,
@@ -50,6 +52,7 @@ pub fn problems(config: &str) -> Vec<String> {
             )
         });
     problems.extend(owned_set);
+    problems.extend(crate::params::problems(params));
     problems
 }
 
@@ -68,12 +71,6 @@ pub fn text(store: &KVStore) -> String {
     }
     // A table of strings, numbers, booleans and tables always serializes.
     format!("{HEADER}{}", toml::to_string(&table).unwrap_or_default())
-}
-
-/// What a change of needs a restart: the user's `spec.config` as written (the operator's
-/// parameters are applied live).
-pub fn restart_part(store: &KVStore) -> &str {
-    store.spec.config.as_deref().unwrap_or_default()
 }
 
 fn user_table(store: &KVStore) -> toml::Table {
@@ -122,6 +119,7 @@ mod tests {
 
     #[test]
     fn only_the_users_part_needs_a_restart() {
+        use crate::config_change::restart_part;
         let mut a = store("demo");
         a.spec.config = Some("maxclients = 100\n".into());
         let mut b = a.clone();
@@ -146,6 +144,12 @@ mod tests {
         assert!(owned[0].contains("use spec.maxmemory instead"), "{owned:?}");
         assert!(owned[1].contains("use spec.maxmemoryPolicy instead"), "{owned:?}");
         assert_eq!(problems("params = { maxmemory = \"1gb\" }\n").len(), 1);
+        let typo = problems("[params]\nmaxmemory-sample = 7\n");
+        assert_eq!(typo.len(), 1);
+        assert!(
+            typo[0].contains("maxmemory-sample") && typo[0].contains("the nearest it has: maxmemory-samples"),
+            "{typo:?}"
+        );
         let reload = problems("config-reload-interval = 0\n");
         assert_eq!(reload.len(), 1);
         assert!(reload[0].contains("set by the operator"), "{reload:?}");

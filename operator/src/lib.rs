@@ -8,6 +8,9 @@
 //! - [`maxmemory`]: `spec.maxmemory` (quantity or percentage of memory) resolved into bytes.
 //! - [`config_file`]: the server's config file in the ConfigMap (`spec.config` plus the
 //!   operator's `[params]`, applied live) and its checks.
+//! - [`params`]: `[params]` names as the server reads them: live or not, typos, refusals.
+//! - [`config_change`]: what a change of the config file needs: a restart (the part hashed
+//!   into the pod template) or none (the live parameters, reported in an Event).
 //! - [`validate`]: spec checks beyond the CRD schema; resolves a spec for the builders.
 //! - [`builders`]: pure builders, one Kubernetes object per file.
 //! - [`reconcile`]: the two reconcilers (server-side apply → status subresource → Events), and
@@ -22,6 +25,7 @@
 
 pub mod builders;
 pub mod conditions;
+pub mod config_change;
 pub mod config_file;
 pub mod context;
 pub mod error;
@@ -29,6 +33,7 @@ pub mod labels;
 pub mod leader;
 pub mod maxmemory;
 pub mod metrics;
+pub mod params;
 pub mod reconcile;
 pub mod render;
 pub mod run;

@@ -46,6 +46,98 @@ pub const PARAM_MAXMEMORY_POLICY: &str = "maxmemory-policy";
 /// file changes (the server checks it every 5 s by default, `--config-reload-interval`).
 pub const CONFIG_PARAMS_TABLE: &str = "params";
 
+/// The CONFIG parameters the server applies live from its config file's `[params]` table
+/// (`store/server/src/config_reload/`): every parameter CONFIG SET may change that has no flag of
+/// its own. The operator leaves their values out of the pod template's hash, so a change of one
+/// in `spec.config` reaches the running server without a restart (a name added or removed still
+/// rolls the pod: a removed parameter keeps its value in the running server). Canonical names;
+/// `operator/tests/store_contract.rs` checks the list against the server's table, both ways.
+pub const LIVE_PARAMS: &[&str] = &[
+    "save",
+    "dbfilename",
+    "maxmemory",
+    "maxmemory-policy",
+    "maxmemory-samples",
+    "timeout",
+    "min-replicas-to-write",
+    "min-replicas-max-lag",
+    "proto-max-bulk-len",
+    "client-query-buffer-limit",
+    "hz",
+    "loglevel",
+    "active-expire-effort",
+    "lazyfree-lazy-user-del",
+    "lazyfree-lazy-user-flush",
+    "lazyfree-lazy-expire",
+    "lazyfree-lazy-eviction",
+    "lazyfree-lazy-server-del",
+    "lfu-log-factor",
+    "lfu-decay-time",
+    "latency-tracking",
+    "latency-tracking-info-percentiles",
+    "latency-monitor-threshold",
+    "slowlog-log-slower-than",
+    "slowlog-max-len",
+    "busy-reply-threshold",
+    "notify-keyspace-events",
+    "tracking-table-max-keys",
+    "repl-ping-replica-period",
+    "rdb-key-save-delay",
+    "tcp-keepalive",
+    "repl-backlog-size",
+    "key-load-delay",
+    "maxmemory-clients",
+    "aof-use-rdb-preamble",
+    "protected-mode",
+    "hash-max-listpack-entries",
+    "hash-max-listpack-value",
+    "set-max-intset-entries",
+    "zset-max-listpack-entries",
+    "zset-max-listpack-value",
+    "list-max-listpack-size",
+    "list-compress-depth",
+    "stream-node-max-bytes",
+    "stream-node-max-entries",
+    "hll-sparse-max-bytes",
+];
+
+/// The server's other CONFIG parameters, which `[params]` may not set (the server refuses them
+/// there and would not start), each with why: a flag of its own (which the operator sets from the
+/// spec, or a top-level key of `spec.config`), or no change after start.
+pub const NOT_LIVE_PARAMS: &[(&str, &str)] = &[
+    ("port", "the operator sets it from spec.ports.resp (--port)"),
+    ("tls-port", "the operator sets it from spec.ports.resp with spec.tlsSecret (--tls-port)"),
+    ("bind", "the operator sets it (--bind)"),
+    ("dir", "the operator sets it (--data-dir)"),
+    ("databases", "it has a flag of its own: set it at the top level of spec.config (databases = 16)"),
+    ("requirepass", "the operator sets it from spec.authSecret"),
+    ("maxclients", "it has a flag of its own: set it at the top level of spec.config (maxclients = 1000)"),
+    ("appendonly", "the operator sets it from spec.durability (--durability)"),
+    ("appendfsync", "the operator sets it from spec.durability (--durability)"),
+    ("durability", "the operator sets it from spec.durability (--durability)"),
+    ("tls-cert-file", "the operator sets it from spec.tlsSecret"),
+    ("tls-key-file", "the operator sets it from spec.tlsSecret"),
+    ("tls-ca-cert-file", "the operator sets it from spec.tlsSecret"),
+    ("tls-auth-clients", "the operator sets it from spec.tlsSecret.authClients"),
+    ("appendfilename", "the server cannot change it (immutable)"),
+    ("replicaof", "the server cannot change it (immutable; Cairn has no replication yet)"),
+    ("daemonize", "the server cannot change it (immutable; a pod runs the server in the foreground)"),
+];
+
+/// Other names the server takes for some parameters (Redis's), as `(alias, canonical name)`.
+pub const PARAM_ALIASES: &[(&str, &str)] = &[
+    ("lua-time-limit", "busy-reply-threshold"),
+    ("repl-ping-slave-period", "repl-ping-replica-period"),
+    ("hash-max-ziplist-entries", "hash-max-listpack-entries"),
+    ("hash-max-ziplist-value", "hash-max-listpack-value"),
+    ("zset-max-ziplist-entries", "zset-max-listpack-entries"),
+    ("zset-max-ziplist-value", "zset-max-listpack-value"),
+    ("list-max-ziplist-size", "list-max-listpack-size"),
+    ("slaveof", "replicaof"),
+    ("min-slaves-to-write", "min-replicas-to-write"),
+    ("min-slaves-max-lag", "min-replicas-max-lag"),
+];
+
 /// The server's TLS flags, or `None` if the server had no TLS. While it is `None`, a KVStore
 /// with `spec.tlsSecret` is an invalid spec (reported in its status): serving plaintext to a
 /// user who asked for TLS would be worse than not serving.

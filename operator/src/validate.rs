@@ -181,6 +181,23 @@ mod tests {
     }
 
     #[test]
+    fn a_params_name_the_server_would_refuse_is_rejected() {
+        let mut s = store("demo");
+        s.spec.config = Some("[params]\nTimeout = 300\nmaxmemory-clients = \"5%\"\n".into());
+        assert!(resolve(&s).is_ok(), "live parameters, any case");
+        s.spec.config = Some("[params]\ntimout = 300\nmaxmemory = \"1gb\"\n".into());
+        let err = resolve(&s).expect_err("invalid").0;
+        assert!(
+            err.contains("[params] timout: the server has no such parameter (the nearest it has: timeout)"),
+            "{err}"
+        );
+        assert!(err.contains("use spec.maxmemory instead"), "the existing refusal is kept: {err}");
+        s.spec.config = Some("[params]\ndatabases = 4\n".into());
+        let err = resolve(&s).expect_err("invalid").0;
+        assert!(err.contains("[params] databases cannot be set in [params]"), "{err}");
+    }
+
+    #[test]
     fn a_long_name_is_rejected() {
         let err = resolve(&store(&"x".repeat(53))).expect_err("invalid").0;
         assert!(err.contains("metadata.name"), "{err}");

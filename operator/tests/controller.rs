@@ -6,6 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cairn_crds::{KVStore, KVStoreBenchmark};
+use cairn_operator::builders::{configmap, fnv1a64};
+use cairn_operator::config_change;
 use cairn_operator::context::Context;
 use cairn_operator::metrics::Metrics;
 use cairn_operator::reconcile::{benchmark, decode, store};
@@ -45,6 +47,10 @@ struct World {
     fail_statefulset: bool,
     /// A store pod the pod list returns (with its status).
     store_pod: Option<Value>,
+    /// The config file of the ConfigMap that already exists (GET finds it).
+    config_file: Option<String>,
+    /// The config hash on the pod template of the StatefulSet that already exists.
+    sts_config_hash: Option<String>,
 }
 
 fn respond(status: u16, body: &Value) -> Response<Body> {
@@ -100,12 +106,21 @@ fn answer(world: &World, call: &Call) -> (u16, Value) {
                 200,
                 json!({"apiVersion": "apps/v1", "kind": "StatefulSet",
                 "metadata": {"name": "demo", "namespace": "default", "generation": 1},
-                "spec": {"selector": {}, "serviceName": "demo-headless", "template": {},
+                "spec": {"selector": {}, "serviceName": "demo-headless",
+                         "template": {"metadata": {"annotations": template_annotations(world)}},
                          "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
                              "storageClassName": "premium-ssd",
                              "resources": {"requests": {"storage": size}}}}]}}),
             ),
             None => (404, not_found("statefulset")),
+        },
+        "GET" if segments.contains(&"configmaps") => match &world.config_file {
+            Some(text) => (
+                200,
+                json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": segments.last(), "namespace": "default"}, "data": {"cairn.toml": text}}),
+            ),
+            None => (404, not_found("configmap")),
         },
         "GET" if segments.contains(&"persistentvolumeclaims") => match world.claim_size {
             Some(size) => (
@@ -151,6 +166,14 @@ fn answer(world: &World, call: &Call) -> (u16, Value) {
             (200, json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": items}))
         }
         _ => (404, not_found(&call.path)),
+    }
+}
+
+/// The annotations of the existing StatefulSet's pod template.
+fn template_annotations(world: &World) -> Value {
+    match &world.sts_config_hash {
+        Some(hash) => json!({"cairn.io/config-hash": hash}),
+        None => json!({}),
     }
 }
 
@@ -343,6 +366,63 @@ async fn update_becomes_ready_and_expands_volumes_without_touching_the_template(
     assert!(reasons.contains(&"Ready".to_string()), "{reasons:?}");
     assert!(reasons.contains(&"VolumeExpanding".to_string()), "{reasons:?}");
     assert!(!reasons.contains(&"Created".to_string()), "{reasons:?}");
+}
+
+/// A reconcile of a running store whose `spec.config` was `before` and is now `after`.
+async fn reconfigure(before: &str, after: &str) -> Vec<Call> {
+    let spec = |config: &str| json!({"config": config});
+    let previous = json!({"observedGeneration": 1, "readyReplicas": 1,
+        "conditions": [{"type": "Ready", "status": "True", "reason": "AllReplicasReady", "message": "",
+                        "lastTransitionTime": "2026-01-01T00:00:00Z"}]});
+    let old = kvstore(spec(before), Some(previous.clone()), 1);
+    let hash = fnv1a64(config_change::restart_part(&old).as_bytes());
+    let world = World {
+        sts_ready: 1,
+        sts_claim: Some("10Gi"),
+        config_file: Some(configmap::config_text(&old)),
+        sts_config_hash: Some(format!("{hash:016x}")),
+        ..World::default()
+    };
+    let store_obj = kvstore(spec(after), Some(previous), 2);
+    let (action, calls) = with_api(world, |ctx| store::reconcile(Arc::new(store_obj), ctx)).await;
+    action.expect("reconcile");
+    calls
+}
+
+fn notes(calls: &[Call], reason: &str) -> Vec<String> {
+    calls
+        .iter()
+        .filter(|c| c.method == "POST" && c.path.ends_with("/events") && c.body["reason"] == reason)
+        .map(|c| c.body["note"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_live_parameter_change_is_reported_and_does_not_roll_the_pods() {
+    let calls = reconfigure("[params]\ntimeout = 300\nhz = 10\n", "[params]\ntimeout = 600\nHZ = 20\n").await;
+    let sts = &find(&calls, "PATCH", "/statefulsets/demo").expect("sts").body;
+    let old = kvstore(json!({"config": "[params]\ntimeout = 300\nhz = 10\n"}), None, 1);
+    let unchanged = format!("{:016x}", fnv1a64(config_change::restart_part(&old).as_bytes()));
+    assert_eq!(sts["spec"]["template"]["metadata"]["annotations"]["cairn.io/config-hash"], unchanged.as_str());
+    let cm = &find(&calls, "PATCH", "/configmaps/demo-config").expect("ConfigMap").body;
+    assert!(cm["data"]["cairn.toml"].as_str().unwrap_or_default().contains("timeout = 600"), "{cm}");
+    let live = notes(&calls, "ConfigAppliedLive");
+    assert_eq!(live.len(), 1, "{calls:#?}");
+    assert!(live[0].starts_with("config: hz, timeout applied without restart"), "{live:?}");
+}
+
+#[tokio::test]
+async fn a_change_that_rolls_the_pods_is_not_reported_as_live() {
+    // A top-level setting changed with a parameter: the pods restart with the new file.
+    let calls =
+        reconfigure("maxclients = 10\n[params]\ntimeout = 300\n", "maxclients = 20\n[params]\ntimeout = 600\n").await;
+    assert!(notes(&calls, "ConfigAppliedLive").is_empty(), "{calls:#?}");
+    // A parameter added (a removed one would keep its value in the running server).
+    let calls = reconfigure("[params]\ntimeout = 300\n", "[params]\ntimeout = 300\nhz = 20\n").await;
+    assert!(notes(&calls, "ConfigAppliedLive").is_empty(), "{calls:#?}");
+    // Nothing changed.
+    let calls = reconfigure("[params]\ntimeout = 300\n", "[params]\ntimeout = 300\n").await;
+    assert!(notes(&calls, "ConfigAppliedLive").is_empty(), "{calls:#?}");
 }
 
 #[tokio::test]

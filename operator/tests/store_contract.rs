@@ -209,6 +209,68 @@ fn the_server_accepts_the_tls_arguments_and_serves_resp_over_tls_only() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Whether the server refuses `name` in `[params]` because it has a flag of its own.
+fn has_own_flag(name: &str) -> bool {
+    cairn_server::startup_params::refuse_own_flags([name]).is_err()
+}
+
+#[test]
+fn the_live_params_are_the_ones_the_server_applies_live() {
+    use cairn_server::config_params::{find, ALIASES, PARAMS};
+    // Every listed name is a parameter (by its canonical name) the server applies from [params].
+    for name in sc::LIVE_PARAMS {
+        let param = find(name).unwrap_or_else(|| panic!("LIVE_PARAMS: the server has no parameter {name}"));
+        assert_eq!(param.name, *name, "LIVE_PARAMS: {name} is an alias, list {}", param.name);
+        assert!(param.mutable, "LIVE_PARAMS: {name} is immutable in the server");
+        assert!(!has_own_flag(name), "LIVE_PARAMS: the server refuses {name} in [params] (a flag of its own)");
+    }
+    // Every excluded name is a parameter the server does not take from [params], with a reason.
+    for (name, why) in sc::NOT_LIVE_PARAMS {
+        let param = find(name).unwrap_or_else(|| panic!("NOT_LIVE_PARAMS: the server has no parameter {name}"));
+        assert_eq!(param.name, *name, "NOT_LIVE_PARAMS: {name} is an alias, list {}", param.name);
+        assert!(!param.mutable || has_own_flag(name), "NOT_LIVE_PARAMS: the server applies {name} live ({why})");
+        assert!(!why.trim().is_empty(), "NOT_LIVE_PARAMS: {name} without a reason");
+    }
+    // Every parameter of the server is in exactly one of the two lists.
+    for param in PARAMS {
+        let live = sc::LIVE_PARAMS.contains(&param.name);
+        let excluded = sc::NOT_LIVE_PARAMS.iter().any(|(n, _)| *n == param.name);
+        assert!(live != excluded, "{}: listed in LIVE_PARAMS {live}, in NOT_LIVE_PARAMS {excluded}", param.name);
+    }
+    assert_eq!(sc::LIVE_PARAMS.len() + sc::NOT_LIVE_PARAMS.len(), PARAMS.len(), "a name listed twice");
+    // The aliases are the server's, both ways.
+    let sorted = |list: &[(&'static str, &'static str)]| {
+        let mut list = list.to_vec();
+        list.sort();
+        list
+    };
+    assert_eq!(sorted(sc::PARAM_ALIASES), sorted(ALIASES));
+}
+
+#[test]
+fn the_server_starts_with_every_live_param_the_operator_accepts() {
+    let dir = scratch("live-params");
+    let mut store = with_namespace(examples::<KVStore>("KVStore").remove(0));
+    // Each live parameter the user may set, at the server's default, under a name of another case.
+    let owned = [sc::PARAM_MAXMEMORY, sc::PARAM_MAXMEMORY_POLICY];
+    let mut config = format!("[{}]\n", sc::CONFIG_PARAMS_TABLE);
+    for name in sc::LIVE_PARAMS.iter().filter(|n| !owned.contains(n)) {
+        let param = cairn_server::config_params::find(name).unwrap_or_else(|| panic!("{name}"));
+        config.push_str(&format!("{} = {:?}\n", name.to_ascii_uppercase(), param.default));
+    }
+    store.spec.config = Some(config);
+    resolve(&store).unwrap_or_else(|e| panic!("the operator refuses its own live parameters: {e}"));
+    let params = start_params(&server_config(&store, &dir));
+    assert_eq!(params.len(), sc::LIVE_PARAMS.len(), "{params:?}");
+    // And the operator refuses what the server would not start with.
+    for (name, _) in sc::NOT_LIVE_PARAMS {
+        store.spec.config = Some(format!("[{}]\n{name} = \"1\"\n", sc::CONFIG_PARAMS_TABLE));
+        let refused = resolve(&store).expect_err(name).0;
+        assert!(refused.contains(&format!("{name} cannot be set in [params]")), "{refused}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_config_key_the_server_does_not_know_is_caught() {
     // The server refuses unknown keys in its config file: the check above would catch an

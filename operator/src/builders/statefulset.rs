@@ -225,7 +225,7 @@ pub fn build(store: &KVStore, volume: &VolumePlan) -> StatefulSet {
     pod_labels.extend(store_labels(&name));
     let mut pod_annotations = spec.pod_metadata.annotations.clone();
     // The parameters the server applies live are left out: their change does not roll the pod.
-    let config_hash = fnv1a64(crate::config_file::restart_part(store).as_bytes());
+    let config_hash = fnv1a64(crate::config_change::restart_part(store).as_bytes());
     pod_annotations.insert(CONFIG_HASH_ANNOTATION.into(), format!("{config_hash:016x}"));
 
     let scheduling = &spec.scheduling;

@@ -22,9 +22,13 @@ use super::pods::PodTrouble;
 use super::{apply, apply_status};
 use crate::builders;
 use crate::conditions::{self, is_true, Want, DEGRADED, PROGRESSING, READY};
+use crate::config_change;
 use crate::context::{key, Context};
-use crate::labels::{client_service_name, selector_labels, service_dns, DATA_VOLUME};
+use crate::labels::{
+    client_service_name, config_map_name, selector_labels, service_dns, CONFIG_HASH_ANNOTATION, DATA_VOLUME,
+};
 use crate::sizing::VolumePlan;
+use crate::store_contract::CONFIG_FILE_NAME;
 use crate::validate::{resolve, InvalidSpec};
 use crate::Error;
 
@@ -152,17 +156,25 @@ async fn reconcile_inner(store: &KVStore, ctx: &Context) -> Result<Action, Error
         }
     };
     let statefulsets: Api<StatefulSet> = Api::namespaced(client.clone(), &namespace);
-    let existing = statefulsets.get_opt(&name).await?.as_ref().and_then(ClaimTemplate::of);
+    let live_sts = statefulsets.get_opt(&name).await?;
+    let existing = live_sts.as_ref().and_then(ClaimTemplate::of);
     let settled = settle_volume(resolved.volume, previous.volume.as_ref(), existing.as_ref());
     let volume = &settled.template;
     let expand_to = settled.expand_to.clone();
 
     let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
-    apply(&config_maps, &builders::configmap::build(store)).await?;
+    let config_map = builders::configmap::build(store);
+    let config_before = config_maps.get_opt(&config_map_name(&name)).await?.and_then(config_file_of);
+    apply(&config_maps, &config_map).await?;
     let services: Api<Service> = Api::namespaced(client.clone(), &namespace);
     apply(&services, &builders::service_headless::build(store)).await?;
     apply(&services, &builders::service_client::build(store)).await?;
-    let sts = apply(&statefulsets, &builders::statefulset::build(store, volume)).await?;
+    let built_sts = builders::statefulset::build(store, volume);
+    let applied_live = config_before.as_deref().map_or_else(Vec::new, |before| {
+        let after = builders::configmap::config_text(store);
+        config_change::applied_live(before, &after, config_hash(live_sts.as_ref()), config_hash(Some(&built_sts)))
+    });
+    let sts = apply(&statefulsets, &built_sts).await?;
     let pdbs: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), &namespace);
     match builders::pdb::build(store) {
         Some(pdb) => {
@@ -249,6 +261,9 @@ async fn reconcile_inner(store: &KVStore, ctx: &Context) -> Result<Action, Error
         if !reported {
             ctx.event(store, warning(t.reason, "Run", t.message.clone())).await;
         }
+    }
+    if let Some(note) = config_change::applied_live_note(&applied_live) {
+        ctx.event(store, normal("ConfigAppliedLive", "Reconfigure", note)).await;
     }
     if let Some(shortfall) = &volume.shortfall {
         let old_reason = previous.volume.as_ref().map(|v| v.reason.as_str());
@@ -339,6 +354,17 @@ async fn expand_claims(ctx: &Context, store: &KVStore, namespace: &str, size: &s
         ctx.event(store, normal("VolumeExpanding", "Resize", note)).await;
     }
     Ok(())
+}
+
+/// The config file a ConfigMap holds.
+fn config_file_of(config_map: ConfigMap) -> Option<String> {
+    config_map.data?.remove(CONFIG_FILE_NAME)
+}
+
+/// The config hash a StatefulSet's pod template carries (a change of it rolls the pods).
+fn config_hash(sts: Option<&StatefulSet>) -> Option<&str> {
+    let template = sts?.spec.as_ref()?.template.metadata.as_ref()?;
+    template.annotations.as_ref()?.get(CONFIG_HASH_ANNOTATION).map(String::as_str)
 }
 
 fn normal(reason: &str, action: &str, note: String) -> Event {

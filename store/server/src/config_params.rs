@@ -197,8 +197,9 @@ pub fn durability_change(updates: &[(&'static str, String)], tier: Tier, fsync: 
     named.then_some((logging, fsync))
 }
 
-/// Aliases Redis accepts for some parameters.
-const ALIASES: &[(&str, &str)] = &[
+/// Aliases Redis accepts for some parameters, as `(alias, canonical name)`
+/// (public for the operator's contract test, `operator/tests/store_contract.rs`).
+pub const ALIASES: &[(&str, &str)] = &[
     ("lua-time-limit", "busy-reply-threshold"),
     ("repl-ping-slave-period", "repl-ping-replica-period"),
     ("hash-max-ziplist-entries", "hash-max-listpack-entries"),
