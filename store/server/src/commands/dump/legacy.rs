@@ -67,10 +67,35 @@ fn parse_body(body: &[u8]) -> Option<Vec<Command>> {
 }
 
 /// A payload's commands: Redis's checksum error when its version or CRC is
-/// wrong, `Bad data format` when they are right but the content is not.
+/// wrong, `Bad data format` when they are right but the content is not, or
+/// when a command is not one that DUMP ever wrote.
 pub fn decode(payload: &[u8]) -> Result<Vec<Command>, CmdError> {
     let body = verify(payload).ok_or(BAD_PAYLOAD)?;
-    parse_body(body).ok_or(BAD_DATA)
+    let commands = parse_body(body).ok_or(BAD_DATA)?;
+    if commands.iter().all(is_rebuild_command) {
+        Ok(commands)
+    } else {
+        Err(BAD_DATA)
+    }
+}
+
+/// Commands whose key is their first argument, as the rebuild wrote them.
+const KEY_FIRST: &[&str] = &["set", "rpush", "hset", "sadd", "zadd", "xadd", "xsetid", "xclaim", "pexpireat"];
+
+/// Whether `command` is one the rebuild wrote, on the restored key only: a
+/// checksum is no protection, so a crafted payload must not run any other
+/// command (FLUSHALL, CONFIG ...) or name any other key (a tag-1 argument
+/// where the key goes).
+fn is_rebuild_command(command: &Command) -> bool {
+    let literal = |i: usize| command.get(i).and_then(Option::as_deref);
+    let is_key = |i: usize| matches!(command.get(i), Some(None));
+    let named = |i: usize, names: &[&str]| {
+        literal(i).is_some_and(|word| names.iter().any(|n| word.eq_ignore_ascii_case(n.as_bytes())))
+    };
+    if named(0, KEY_FIRST) {
+        return is_key(1);
+    }
+    named(0, &["xgroup"]) && named(1, &["create", "createconsumer"]) && is_key(2)
 }
 
 #[cfg(test)]
@@ -96,6 +121,48 @@ mod tests {
         let mut damaged = payload.clone();
         damaged[12] ^= 1;
         assert_eq!(decode(&damaged), Err(BAD_PAYLOAD));
+    }
+
+    /// A command as the body encodes it: `None` for the key.
+    fn encoded(command: &[Option<&[u8]>]) -> Vec<u8> {
+        let mut body = 1u32.to_le_bytes().to_vec();
+        body.extend_from_slice(&(command.len() as u32).to_le_bytes());
+        for arg in command {
+            match arg {
+                None => body.push(0),
+                Some(bytes) => {
+                    body.push(1);
+                    body.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+                    body.extend_from_slice(bytes);
+                }
+            }
+        }
+        body
+    }
+
+    #[test]
+    fn only_the_rebuild_s_commands_on_the_key_are_accepted() {
+        let accepted: &[&[Option<&[u8]>]] = &[
+            &[Some(b"SET"), None, Some(b"v")],
+            &[Some(b"zadd"), None, Some(b"1"), Some(b"m")],
+            &[Some(b"XGROUP"), Some(b"CREATE"), None, Some(b"g"), Some(b"0-0")],
+            &[Some(b"PEXPIREAT"), None, Some(b"1")],
+        ];
+        for command in accepted {
+            assert!(decode(&sealed(&encoded(command))).is_ok(), "{command:?}");
+        }
+        let refused: &[&[Option<&[u8]>]] = &[
+            &[Some(b"FLUSHALL")],
+            &[Some(b"CONFIG"), Some(b"SET"), Some(b"dir"), Some(b"/")],
+            &[Some(b"SET"), Some(b"other-key"), Some(b"v")],
+            &[Some(b"XGROUP"), Some(b"DESTROY"), None, Some(b"g")],
+            &[Some(b"XGROUP"), Some(b"CREATE"), Some(b"other"), Some(b"g"), Some(b"0")],
+            &[None, None],
+            &[Some(b"CAIRN.XCONSUMER"), None, Some(b"g"), Some(b"c"), Some(b"0")],
+        ];
+        for command in refused {
+            assert_eq!(decode(&sealed(&encoded(command))), Err(BAD_DATA), "{command:?}");
+        }
     }
 
     #[test]
