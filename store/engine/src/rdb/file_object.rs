@@ -8,16 +8,9 @@ use std::io::Read;
 
 use super::file_error::RdbFileError;
 use super::file_source::Source;
+use super::reader::{ENC_INT16, ENC_INT32, ENC_INT8, ENC_LZF, LEN_32BIT, LEN_64BIT};
 use super::types as t;
 
-/// Length-encoding markers (`rdbLoadLenByRef`).
-const LEN_32BIT: u8 = 0x80;
-const LEN_64BIT: u8 = 0x81;
-/// String encodings after the `11` prefix.
-const ENC_INT8: u8 = 0;
-const ENC_INT16: u8 = 1;
-const ENC_INT32: u8 = 2;
-const ENC_LZF: u8 = 3;
 /// Bytes of a raw stream ID in a PEL.
 const RAW_ID_LEN: u64 = 16;
 /// Bytes of a millisecond time.

@@ -7,14 +7,14 @@ use super::error::{bad, RdbError};
 use super::lzf;
 
 /// Length-encoding marker: 32-bit big-endian length follows.
-const LEN_32BIT: u8 = 0x80;
+pub(super) const LEN_32BIT: u8 = 0x80;
 /// Length-encoding marker: 64-bit big-endian length follows.
-const LEN_64BIT: u8 = 0x81;
+pub(super) const LEN_64BIT: u8 = 0x81;
 /// String encodings (after the `11` length prefix).
-const ENC_INT8: u8 = 0;
-const ENC_INT16: u8 = 1;
-const ENC_INT32: u8 = 2;
-const ENC_LZF: u8 = 3;
+pub(super) const ENC_INT8: u8 = 0;
+pub(super) const ENC_INT16: u8 = 1;
+pub(super) const ENC_INT32: u8 = 2;
+pub(super) const ENC_LZF: u8 = 3;
 
 /// A cursor over a payload body.
 pub struct Reader<'a> {

@@ -29,10 +29,10 @@ impl Writer {
             self.out.push(0x40 | (n >> 8) as u8);
             self.out.push(n as u8);
         } else if n <= u32::MAX as u64 {
-            self.out.push(0x80);
+            self.out.push(super::reader::LEN_32BIT);
             self.out.extend_from_slice(&(n as u32).to_be_bytes());
         } else {
-            self.out.push(0x81);
+            self.out.push(super::reader::LEN_64BIT);
             self.out.extend_from_slice(&n.to_be_bytes());
         }
     }
