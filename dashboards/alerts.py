@@ -182,6 +182,17 @@ ALERTS = [
           "CairnTLSCertificateExpiringSoon." + see("CairnTLSReloadFailed"),
           params={"window": "15m"},
           help={"window": "how long a failed reload keeps the alert firing"}),
+    Alert("CairnConfigReloadFailed", "cairn.config",
+          "increase(cairn_config_reloads_total{result=\"failed\"}[<<window>>]) > 0", "warning", "0m",
+          WHO + ": a new config file was refused",
+          WHO + " reread its config file and refused it ({{ $value | humanize }} times in <<window>>): "
+          "invalid TOML, an unknown parameter, or a value CONFIG SET rejects. Nothing of that version "
+          "was applied; the server keeps the parameters it had, so the running values differ from "
+          "the file (for a KVStore: from spec.config). The reason is in the server log ('config file "
+          "not applied'); fix the file or the KVStore's spec.config. The alert clears <<window>> "
+          "after the last refusal." + see("CairnConfigReloadFailed"),
+          params={"window": "15m"},
+          help={"window": "how long a refused config file keeps the alert firing"}),
     Alert("CairnTLSHandshakeFailures", "cairn.tls",
           "sum without (result) (rate(cairn_tls_handshakes_total{result=~\"failed|timeout\"}[5m])) > <<ratePerSecond>>\n"
           "and\n"

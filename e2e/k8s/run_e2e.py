@@ -225,7 +225,7 @@ current-context: mock
             notes = [e.get("note", "") for e in events if e.get("reason") == "ConfigAppliedLive"]
             return notes or None
         notes = self.wait_for("a ConfigAppliedLive Event", live_event)
-        self.check("live param: Event names it", any(n.startswith("config: timeout applied without restart")
+        self.check("live param: Event names it", any(n.startswith("config: timeout changed without restart")
                                                      for n in notes), notes)
         self.check("live param: the pod template is unchanged (no restart)",
                    config_hash(self.get("statefulset", "demo")) == hash_before)

@@ -129,6 +129,15 @@ CASES = [
         f'cairn_tls_reloads_total{{{A}, result="failed"}}': "0 0 1x30", f'cairn_tls_reloads_total{{{A}, result="ok"}}': "0+1x30"},
         "20m", []),
 
+    Case("CairnConfigReloadFailed", "a refused config file fires", {
+        f'cairn_config_reloads_total{{{A}, result="failed"}}': "0 0 1x20",
+        f'cairn_config_reloads_total{{{A}, result="applied"}}': "0 1 1x20"},
+        "3m", [Fires(A, 1, {"result": "failed"})]),
+    Case("CairnConfigReloadFailed", "15 minutes after the refusal it clears", {
+        f'cairn_config_reloads_total{{{A}, result="failed"}}': "0 0 1x30",
+        f'cairn_config_reloads_total{{{A}, result="applied"}}': "0+1x30"},
+        "20m", []),
+
     Case("CairnTLSHandshakeFailures", "0.5/s of 1.5/s handshakes fail", {
         f'cairn_tls_handshakes_total{{{A}, result="ok"}}': "0+60x20",
         f'cairn_tls_handshakes_total{{{A}, result="failed"}}': "0+20x20",

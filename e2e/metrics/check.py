@@ -13,7 +13,8 @@ port, temporary storage), drives load with redis-benchmark, then:
      Prometheus against this Cairn (TLS on, a 90-day certificate): none fires on the healthy
      server, `up` of CairnDown's selector and the certificate expiry series are there; then
      Cairn is pushed into trouble (maxmemory below its usage with evictions and -OOM replies, a
-     failed TLS reload, plaintext clients on the TLS port, maxclients reached) and exactly the
+     failed TLS reload, plaintext clients on the TLS port, maxclients reached, a refused config
+     file) and exactly the
      alerts for those conditions must fire.
 
 Usage: check.py [--cairn PATH] [--keep]   (env CAIRN_BIN also names the binary)
@@ -74,11 +75,12 @@ def start_cairn(binary: str, work: Path) -> tuple[subprocess.Popen, int, str, in
     """Cairn with plaintext RESP, the admin port and a TLS port (a certificate valid for 90 days,
     so no certificate alert fires); returns the process, RESP port, admin address and TLS port."""
     tls = Path(make_pki(str(work / "tls"), days=90))
+    (work / "cairn.toml").write_text("config-reload-interval = \"250ms\"\n[params]\nhz = 10\n")
     log = open(work / "cairn.log", "w")
     proc = subprocess.Popen(
         [binary, "--port", "0", "--admin-port", "0", "--native-port", "0", "--bind", HOST, "--data-dir", str(work / "data"),
          "--log-format", "json", "--threads", "1", "--tls-port", "0", "--tls-cert-file", str(tls / "tls.crt"),
-         "--tls-key-file", str(tls / "tls.key"), "--tls-auth-clients", "no"],
+         "--tls-key-file", str(tls / "tls.key"), "--tls-auth-clients", "no", "--config", str(work / "cairn.toml")],
         stdout=log, stderr=subprocess.STDOUT)
 
     def ready():
@@ -268,11 +270,13 @@ def resp(sock: socket.socket, *args) -> bytes:
 
 EXPECTED_IN_TROUBLE = {"CairnMemoryNearLimit", "CairnOutOfMemoryRejections", "CairnKeysEvicted",
                        "CairnTLSReloadFailed", "CairnTLSHandshakeFailures", "CairnRejectedConnections",
-                       "CairnClientsNearLimit"}
+                       "CairnClientsNearLimit", "CairnConfigReloadFailed"}
 
 
-def check_alerts_in_trouble(base: str, port: int, tls_port: int):
+def check_alerts_in_trouble(base: str, port: int, tls_port: int, work: Path):
     """Real trouble on the real server; exactly the alerts for it must fire."""
+    # a config file the server refuses (a parameter's value of the wrong type)
+    (work / "cairn.toml").write_text("config-reload-interval = \"250ms\"\n[params]\nhz = \"fast\"\n")
     client = socket.create_connection((HOST, port), timeout=5)
     for i in range(50):
         resp(client, "SET", f"big-{i}", "x" * 20000)
@@ -312,7 +316,8 @@ def check_alerts_in_trouble(base: str, port: int, tls_port: int):
         sys.exit(f"FAIL: in trouble, these alert expressions hold: {sorted(holding)}, expected "
                  f"{sorted(EXPECTED_IN_TROUBLE)}:\n"
                  + "\n".join(f"  {n}: {results[n]}" for n in sorted(holding ^ EXPECTED_IN_TROUBLE)))
-    print(f"ok   in trouble (maxmemory, -OOM, evictions, a failed TLS reload, failed handshakes, maxclients) "
+    print(f"ok   in trouble (maxmemory, -OOM, evictions, a failed TLS reload, failed handshakes, maxclients, "
+          f"a refused config file) "
           f"exactly these expressions hold: {', '.join(sorted(EXPECTED_IN_TROUBLE))}")
     # Prometheus's rule manager: the ones without `for` fire (annotations rendered), the others wait
     by_name = {a.name: a for a in alert_rules.ALERTS}
@@ -360,7 +365,7 @@ def main():
         scrape_healthy(base)
         evaluate_all(base)
         check_alerts_healthy(base, admin)
-        check_alerts_in_trouble(base, port, tls_port)
+        check_alerts_in_trouble(base, port, tls_port, work)
     finally:
         for proc in procs:
             proc.terminate()

@@ -69,8 +69,9 @@ pub fn applied_live(before: &str, after: &str, hash_before: Option<&str>, hash_a
 pub fn applied_live_note(names: &[String]) -> Option<String> {
     (!names.is_empty()).then(|| {
         format!(
-            "config: {} applied without restart (the server rereads its config file once the kubelet has \
-             refreshed the ConfigMap, within about a minute)",
+            "config: {} changed without restart (each server applies it when it rereads its config file, once \
+             the kubelet has refreshed the ConfigMap, within about a minute; a value a server refuses is not \
+             applied: alert CairnConfigReloadFailed, cairn_config_reloads_total{{result=\"failed\"}})",
             names.join(", ")
         )
     })
@@ -215,6 +216,6 @@ mod tests {
     fn the_note_names_the_parameters() {
         assert_eq!(applied_live_note(&[]), None);
         let note = applied_live_note(&["maxmemory-clients".into(), "timeout".into()]).expect("a note");
-        assert!(note.starts_with("config: maxmemory-clients, timeout applied without restart"), "{note}");
+        assert!(note.starts_with("config: maxmemory-clients, timeout changed without restart"), "{note}");
     }
 }

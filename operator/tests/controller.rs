@@ -408,7 +408,7 @@ async fn a_live_parameter_change_is_reported_and_does_not_roll_the_pods() {
     assert!(cm["data"]["cairn.toml"].as_str().unwrap_or_default().contains("timeout = 600"), "{cm}");
     let live = notes(&calls, "ConfigAppliedLive");
     assert_eq!(live.len(), 1, "{calls:#?}");
-    assert!(live[0].starts_with("config: hz, timeout applied without restart"), "{live:?}");
+    assert!(live[0].starts_with("config: hz, timeout changed without restart"), "{live:?}");
 }
 
 #[tokio::test]

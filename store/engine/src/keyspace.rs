@@ -328,6 +328,15 @@ impl Keyspace {
         removed
     }
 
+    /// Database `db`'s bookkeeping bytes over all shards, `(main, expires)`
+    /// (see [`Table::overhead_bytes`]), locking one shard at a time.
+    pub fn db_overhead(&self, db: usize) -> (usize, usize) {
+        (0..self.shards.len()).fold((0, 0), |(main, expires), i| {
+            let (m, e) = self.lock(i).dbs[db].overhead_bytes();
+            (main + m, expires + e)
+        })
+    }
+
     /// Number of keys in database `db`, and how many of them have an expiry.
     pub fn db_size(&self, db: usize) -> (usize, usize) {
         let mut keys = 0;

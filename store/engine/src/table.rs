@@ -251,6 +251,20 @@ impl Table {
         self.map.num_buckets()
     }
 
+    /// Bytes this table spends on bookkeeping rather than on keys and
+    /// values, as `MEMORY STATS` reports it: `(main, expires)`. Main: every
+    /// bucket's pointer and control byte, plus each entry's own fields
+    /// (expiry, access clock, LFU state), as Redis counts its buckets and
+    /// `dictEntry`s; the key and the value, inline in the slot or on the
+    /// heap, are the dataset. Expires: one `(time, key)` element of the
+    /// expiry index per key with a TTL (the B-tree's node slack not counted).
+    pub fn overhead_bytes(&self) -> (usize, usize) {
+        let buckets = self.map.num_buckets() * (std::mem::size_of::<Stored>() + 1);
+        let entry_fields =
+            std::mem::size_of::<(Key, Entry)>() - std::mem::size_of::<Key>() - std::mem::size_of::<Value>();
+        (buckets + self.map.len() * entry_fields, self.expires.len() * std::mem::size_of::<(u64, Key)>())
+    }
+
     /// Visits up to `count` keys (expired ones included) in the buckets from
     /// `start` onwards, wrapping around, looking at no more than `10 * count`
     /// buckets: a sample whose cost does not grow with the table, as Redis's

@@ -70,6 +70,7 @@ pub mod blocked_stats;
 pub mod blocking;
 pub mod busy_poll;
 pub mod client;
+pub mod client_memory;
 pub mod commands;
 pub mod config;
 pub mod config_params;
@@ -280,6 +281,7 @@ pub fn start(mut config: Config, shutdown: Shutdown) -> Result<RunningServer, St
             return Err(StartError::Thread(e));
         }
     }
+    server.startup_memory.store(used_memory::used_memory(), std::sync::atomic::Ordering::Relaxed);
     let recovered = persistence::recover::recover(&server)
         .map_err(StartError::from)
         .and_then(|recovered| import_rdb(&server, &recovered).map(|()| recovered));

@@ -51,6 +51,9 @@ pub struct Server {
     pub command_latency: crate::latency_stats::CommandLatency,
     /// Unix seconds of the last successful save (LASTSAVE).
     pub last_save_secs: std::sync::atomic::AtomicU64,
+    /// Used memory when the server was ready to load its data
+    /// (`MEMORY STATS` `startup.allocated`).
+    pub startup_memory: std::sync::atomic::AtomicU64,
     /// Keys evicted by the `maxmemory` policy (INFO `evicted_keys`).
     pub evicted_keys: std::sync::atomic::AtomicU64,
     /// The best eviction candidates seen so far, kept between evictions.
@@ -136,6 +139,7 @@ impl Server {
             stats_baseline: Mutex::new(Totals::default()),
             command_latency: crate::latency_stats::CommandLatency::default(),
             last_save_secs: std::sync::atomic::AtomicU64::new(started_ms / 1000),
+            startup_memory: std::sync::atomic::AtomicU64::new(0),
             evicted_keys: std::sync::atomic::AtomicU64::new(0),
             eviction_pool: parking_lot::Mutex::default(),
             ops_sampler: Mutex::new(OpsSampler { last_ms: started_ms, ..OpsSampler::default() }),

@@ -133,6 +133,11 @@ fn clients_section(server: &Server, out: &mut String) -> &'static str {
 /// The highest used memory INFO has seen (`used_memory_peak`).
 static PEAK: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
+/// The peak of used memory, `used` (the current figure) included.
+pub fn used_memory_peak(used: u64) -> u64 {
+    PEAK.fetch_max(used, std::sync::atomic::Ordering::Relaxed).max(used)
+}
+
 /// Bytes as Redis's `*_human` fields show them.
 pub fn human_bytes(n: u64) -> String {
     let n = n as f64;
@@ -152,7 +157,7 @@ fn memory_section(server: &Server, t: &Totals, out: &mut String) -> &'static str
     // Allocated bytes where the counting allocator is installed (the
     // binary), else the resident set size (see `used_memory`).
     let used = crate::used_memory::used_memory();
-    let peak = PEAK.fetch_max(used, std::sync::atomic::Ordering::Relaxed).max(used);
+    let peak = used_memory_peak(used);
     let maxmemory: u64 = server.runtime.get("maxmemory").and_then(|v| v.parse().ok()).unwrap_or(0);
     field!(out, "used_memory", used);
     field!(out, "used_memory_human", human_bytes(used));

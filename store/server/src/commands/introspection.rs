@@ -55,6 +55,7 @@ const IMPLEMENTED_SUBCOMMANDS: &[&str] = &[
     "memory|help",
     "memory|purge",
     "memory|malloc-stats",
+    "memory|stats",
     "module|list",
     "module|help",
     "module|load",
@@ -362,6 +363,8 @@ pub fn memory(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             "txt",
             b"Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.",
         );
+    } else if is(sub, "stats") && args.len() == 2 {
+        return super::memory_stats::stats(ctx);
     } else if is(sub, "purge") && args.len() == 2 {
         crate::used_memory::release_free_memory();
         ctx.out.ok();
@@ -379,6 +382,8 @@ pub fn memory(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
                 "    Return internal statistics report from the memory allocator.",
                 "PURGE",
                 "    Attempt to purge dirty pages for reclamation by the allocator.",
+                "STATS",
+                "    Return information about the memory usage of the server.",
                 "USAGE <key> [SAMPLES <count>]",
                 "    Return memory in bytes used by <key> and its value. Nested values are",
                 "    sampled up to <count> times (default: 5, 0 means sample all).",
@@ -397,7 +402,7 @@ mod tests {
     use super::*;
 
     /// Redis's subcommands of containers Cairn has that it does not answer.
-    const NOT_IMPLEMENTED: &[&str] = &["memory|stats"];
+    const NOT_IMPLEMENTED: &[&str] = &[];
 
     #[test]
     fn every_subcommand_of_a_container_is_listed_or_known_to_be_missing() {

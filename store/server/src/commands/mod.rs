@@ -27,6 +27,7 @@ pub mod latency;
 pub mod lcs;
 pub mod lists;
 pub mod lolwut;
+pub mod memory_stats;
 pub mod meta;
 pub mod module;
 pub mod pubsub;

@@ -32,6 +32,7 @@ mod latency;
 mod lazyfree;
 mod listeners;
 mod lists;
+mod memory_stats;
 mod migrate;
 mod monitor;
 mod notifications;
