@@ -107,6 +107,36 @@ impl Drop for ShardGuard<'_> {
     }
 }
 
+/// A held shard lock that lends the shard's data read-only. Unlike a
+/// [`ShardGuard`] it makes no copy for a freeze in progress: nothing it
+/// lends can change the shard (background readers such as the expiry
+/// cycle's check and DBSIZE leave a frozen shard uncopied).
+pub struct ShardReadGuard<'a> {
+    lock: ReentrantMutexGuard<'a, ShardCell>,
+}
+
+impl<'a> ShardReadGuard<'a> {
+    fn new(lock: ReentrantMutexGuard<'a, ShardCell>) -> Self {
+        assert!(!lock.borrowed.get(), "shard borrowed twice on one thread");
+        lock.borrowed.set(true);
+        ShardReadGuard { lock }
+    }
+}
+
+impl Drop for ShardReadGuard<'_> {
+    fn drop(&mut self) {
+        self.lock.borrowed.set(false);
+    }
+}
+
+impl Deref for ShardReadGuard<'_> {
+    type Target = Shard;
+    fn deref(&self) -> &Shard {
+        // SAFETY: this guard holds the lock and the single borrow (see `new`).
+        unsafe { &*self.lock.shard.get() }
+    }
+}
+
 impl Deref for ShardGuard<'_> {
     type Target = Shard;
     fn deref(&self) -> &Shard {
@@ -284,6 +314,37 @@ impl Keyspace {
         guard.take_frozen().unwrap_or_else(|| (*guard).clone())
     }
 
+    /// Shard `index` read-only, without copying it for a freeze (see
+    /// [`ShardReadGuard`]).
+    pub fn read(&self, index: usize) -> ShardReadGuard<'_> {
+        ShardReadGuard::new(self.shards[index].0.lock())
+    }
+
+    /// Ends the freeze of shard `index` without taking its image (an image
+    /// abandoned midway): clears its copy-on-write mark and frees any copy
+    /// a writer made, so later writers copy nothing.
+    pub fn abandon_frozen(&self, index: usize) {
+        let cell = self.hold_shard(index);
+        cell.freeze_pending.set(false);
+        // SAFETY: we hold the lock; `frozen` is only touched under it.
+        let copy = unsafe { (*cell.frozen.get()).take() };
+        drop(cell);
+        drop(copy);
+    }
+
+    /// Shards still frozen: marked for copy-on-write or holding a copy
+    /// nobody took yet (0 once every image in progress is done).
+    pub fn frozen_shards(&self) -> usize {
+        self.shards
+            .iter()
+            .filter(|s| {
+                let cell = s.0.lock();
+                // SAFETY: we hold the lock; `frozen` is only touched under it.
+                cell.freeze_pending.get() || unsafe { (*cell.frozen.get()).is_some() }
+            })
+            .count()
+    }
+
     /// Whether active expiry runs (DEBUG SET-ACTIVE-EXPIRE).
     pub fn active_expire_enabled(&self) -> bool {
         self.active_expire.load(Ordering::Relaxed)
@@ -316,6 +377,13 @@ impl Keyspace {
         let mut removed = 0;
         let mut index = first;
         while index < self.shards.len() {
+            // A shard without TTLs is not locked for writing (which would
+            // copy it while frozen).
+            let has_expires = self.read(index).dbs.iter().any(|t| t.expires_len() > 0);
+            if !has_expires {
+                index += stride.max(1);
+                continue;
+            }
             let mut shard = self.lock(index);
             for (db, table) in shard.dbs.iter_mut().enumerate() {
                 if table.expires_len() > 0 {
@@ -342,7 +410,7 @@ impl Keyspace {
         let mut keys = 0;
         let mut expires = 0;
         for i in 0..self.shards.len() {
-            let shard = self.lock(i);
+            let shard = self.read(i);
             keys += shard.dbs[db].len();
             expires += shard.dbs[db].expires_len();
         }
@@ -426,6 +494,36 @@ mod tests {
             _ => None,
         });
         assert_eq!(value.as_deref(), Some(&b"before"[..]));
+    }
+
+    #[test]
+    fn an_abandoned_freeze_frees_its_copies_and_copies_no_more() {
+        let ks = Keyspace::new(1, 4);
+        ks.lock_key(b"k").db(0).insert(b"k", Value::from_bytes(b"before"), 0, 0);
+        ks.begin_freeze(|| ());
+        assert_eq!(ks.frozen_shards(), 4, "every shard marked");
+        ks.lock_key(b"k").db(0).insert(b"k", Value::from_bytes(b"after"), 0, 0);
+        let index = ks.shard_of(b"k");
+        drop(ks.take_frozen((index + 1) % 4));
+        assert_eq!(ks.frozen_shards(), 3);
+        for i in 0..4 {
+            ks.abandon_frozen(i);
+        }
+        assert_eq!(ks.frozen_shards(), 0, "the writer's copy freed, the marks cleared");
+        ks.lock_key(b"k").db(0).insert(b"k", Value::from_bytes(b"later"), 0, 0);
+        assert_eq!(ks.frozen_shards(), 0, "a later write copies nothing");
+    }
+
+    #[test]
+    fn reading_a_frozen_shard_copies_nothing() {
+        let ks = Keyspace::new(1, 4);
+        ks.lock_key(b"k").db(0).insert(b"k", Value::from_bytes(b"v"), 0, 0);
+        ks.begin_freeze(|| ());
+        assert_eq!(ks.db_size(0), (1, 0));
+        assert_eq!(ks.expire_cycle(0, 1, 0, 10), 0);
+        assert_eq!(ks.longest_freeze_copy(), Duration::ZERO, "DBSIZE and the expiry cycle copied no shard");
+        ks.lock_key(b"k").db(0).insert(b"k", Value::from_bytes(b"w"), 0, 0);
+        assert!(ks.longest_freeze_copy() > Duration::ZERO, "a write does");
     }
 
     #[test]

@@ -4,6 +4,10 @@
 //! per database SELECTDB and RESIZEDB,
 //! then each key (EXPIRETIME_MS before it when it has a TTL, the value by
 //! the payload encoder), EOF and the CRC-64 of everything before it.
+//! Bytes go to the inner [`Write`] as they are produced (nothing is held
+//! back but the running CRC), so a file of any size streams in constant
+//! memory; a caller may select a database more than once (Redis's loader
+//! switches database at each SELECTDB, RESIZEDB being only a size hint).
 
 use std::io::Write;
 
@@ -33,7 +37,7 @@ pub struct FileInfo {
 
 /// One key's record (`rdbSaveKeyValuePair`), appended to `out`: for
 /// callers that build a database's records apart (several threads, or
-/// while counting its keys) and hand them to [`FileWriter::database`].
+/// while counting its keys) and hand them to [`FileWriter::records`].
 pub fn key_record(out: &mut Vec<u8>, key: &[u8], value: &Value, expire_at_ms: Option<u64>) {
     let mut w = Writer { out: std::mem::take(out) };
     if let Some(ms) = expire_at_ms {

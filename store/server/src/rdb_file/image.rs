@@ -1,12 +1,20 @@
-//! A point-in-time RDB image of the whole dataset, for SYNC: taken as a
-//! snapshot takes its image (every shard marked copy-on-write at one
-//! instant, so writers wait for at most one shard copy), then written as
-//! Redis 7.0.15 writes `dump.rdb`. Runs on a blocking thread, never on a
-//! worker. The image is built in memory (one database's records at a time
-//! join it, so RESIZEDB can give each database's key count).
+//! A point-in-time RDB image of the whole dataset, for SYNC, written as
+//! Redis 7.0.15 writes `dump.rdb` to any [`Write`] while the shards are
+//! read: no more of it is in memory than one key's record and what the
+//! writer buffers (see [`super::chunks`]). The image is taken as a snapshot
+//! takes its own (every shard marked copy-on-write at one instant, so a
+//! writer waits for at most one shard copy; [`super::frozen`]), one shard
+//! at a time, so each database is selected once per shard that holds its
+//! keys: SELECTDB, then RESIZEDB with that shard's counts (only a size
+//! hint; Redis's `rdbLoad` and Cairn's reader accept a database selected
+//! again). Runs on a blocking thread, never on a worker.
 
+use std::io::Write;
+
+use cairn_engine::keyspace::Shard;
 use cairn_engine::rdb::{key_record, FileInfo, FileWriter};
 
+use super::frozen::FrozenShards;
 use crate::server::Server;
 
 /// What goes in the image (`REPLCONF rdb-filter-only`).
@@ -16,49 +24,57 @@ pub struct Contents {
     pub functions: bool,
 }
 
-/// One database's records while the shards are read.
-#[derive(Default)]
-struct DbRecords {
-    keys: u64,
-    expires: u64,
-    bytes: Vec<u8>,
-}
-
-/// The RDB file of the dataset as of now.
-pub fn build(server: &Server, contents: Contents) -> std::io::Result<Vec<u8>> {
+/// Writes the RDB file of the dataset as of now to `out` (flushed at the
+/// end). An error from `out` stops it, and the shards not read yet are
+/// thawed.
+pub fn write<W: Write>(server: &Server, contents: Contents, out: W) -> std::io::Result<()> {
     let p = &server.persistence;
     let keyspace = &server.keyspace;
+    let library_code = || p.libraries.read().libraries.values().map(|l| l.code.to_vec()).collect::<Vec<_>>();
+    let (shards, libraries) = if contents.keys {
+        let (shards, libraries) = FrozenShards::freeze(keyspace, &p.snapshot_lock, library_code);
+        (Some(shards), libraries)
+    } else {
+        (None, library_code())
+    };
     let now = cairn_engine::clock::now_ms();
-    // One copy-on-write image at a time: a snapshot waits for this one.
-    let _one = p.snapshot_lock.lock();
-    let libraries: Vec<Vec<u8>> =
-        keyspace.begin_freeze(|| p.libraries.read().libraries.values().map(|l| l.code.to_vec()).collect());
-    let mut dbs: Vec<DbRecords> = (0..keyspace.num_dbs()).map(|_| DbRecords::default()).collect();
-    for index in 0..keyspace.num_shards() {
-        let shard = keyspace.take_frozen(index);
-        if !contents.keys {
-            continue;
-        }
-        for (db, records) in dbs.iter_mut().enumerate() {
-            for (key, entry) in shard.db_ref(db).iter(now) {
-                let expire = entry.expire_at();
-                key_record(&mut records.bytes, key.as_bytes(), &entry.value, expire);
-                records.keys += 1;
-                records.expires += u64::from(expire.is_some());
-            }
-        }
-    }
     let info = FileInfo { ctime_secs: now / 1000, used_mem: crate::used_memory::used_memory() };
-    let mut writer = FileWriter::new(Vec::new(), info)?;
+    let mut writer = FileWriter::new(out, info)?;
     if contents.functions {
         for code in &libraries {
             writer.function(code)?;
         }
     }
-    for (db, records) in dbs.into_iter().enumerate().filter(|(_, r)| r.keys > 0) {
-        writer.select_db(db as u64, records.keys, records.expires)?;
-        writer.records(&records.bytes)?;
+    drop(libraries);
+    let mut record = Vec::new();
+    for shard in shards.into_iter().flatten() {
+        write_shard(&mut writer, &shard, keyspace.num_dbs(), now, &mut record)?;
     }
-    let (image, _) = writer.finish()?;
-    Ok(image)
+    writer.finish()?;
+    Ok(())
+}
+
+/// One shard's live keys, database by database; a database with none is
+/// not selected. `record` is a reused buffer.
+fn write_shard<W: Write>(
+    writer: &mut FileWriter<W>,
+    shard: &Shard,
+    num_dbs: usize,
+    now: u64,
+    record: &mut Vec<u8>,
+) -> std::io::Result<()> {
+    for db in 0..num_dbs {
+        let table = shard.db_ref(db);
+        let mut selected = false;
+        for (key, entry) in table.iter(now) {
+            if !selected {
+                writer.select_db(db as u64, table.len() as u64, table.expires_len() as u64)?;
+                selected = true;
+            }
+            record.clear();
+            key_record(record, key.as_bytes(), &entry.value, entry.expire_at());
+            writer.records(record)?;
+        }
+    }
+    Ok(())
 }

@@ -40,6 +40,7 @@ mod pause;
 mod primary_commands;
 mod pubsub;
 mod rdb_file;
+mod rdb_stream;
 mod rebalance;
 mod resp;
 mod scripting;

@@ -20,7 +20,7 @@ const LIBRARY: &str = "#!lua name=movelib\nredis.register_function('movefn', fun
 
 /// A tool beside redis-server (redis-cli, redis-check-rdb), or None: the
 /// step is skipped with a message, unless `CI` is set.
-fn redis_tool(name: &str) -> Option<PathBuf> {
+pub fn redis_tool(name: &str) -> Option<PathBuf> {
     let path = redis_server_path()?.with_file_name(name);
     if path.is_file() {
         return Some(path);
@@ -92,7 +92,7 @@ fn assert_same(actual: &[String], expected: &[String], what: &str) {
     assert_eq!(actual.len(), expected.len(), "{what}");
 }
 
-fn temp_dir(tag: &str) -> PathBuf {
+pub fn temp_dir(tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("cairn-rdbfile-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
@@ -191,7 +191,7 @@ fn rand_suffix() -> u128 {
 
 /// The raw reply stream of `REPLCONF rdb-only 1` + `command`, read to the
 /// connection's end.
-fn raw_sync(addr: std::net::SocketAddr, command: &[&str]) -> Vec<u8> {
+pub fn raw_sync(addr: std::net::SocketAddr, command: &[&str]) -> Vec<u8> {
     let mut c = Client::connect(addr);
     assert_eq!(c.cmd(&["REPLCONF", "rdb-only", "1"]), simple("OK"));
     let args: Vec<&[u8]> = command.iter().map(|w| w.as_bytes()).collect();
@@ -201,22 +201,25 @@ fn raw_sync(addr: std::net::SocketAddr, command: &[&str]) -> Vec<u8> {
     out
 }
 
-/// `$<len>\r\n` + that many bytes (after any keepalive newlines): the RDB.
-fn bulk_payload(reply: &[u8]) -> &[u8] {
+/// The RDB in Redis's diskless form (after any keepalive newlines):
+/// `$EOF:<40-character mark>\r\n`, the bytes, the same mark, then the end
+/// of the connection.
+pub fn rdb_payload(reply: &[u8]) -> &[u8] {
+    const MARK: usize = 40;
     let start = reply.iter().position(|&b| b != b'\n').expect("a reply");
     let reply = &reply[start..];
-    assert_eq!(reply[0], b'$', "{:?}", String::from_utf8_lossy(&reply[..reply.len().min(80)]));
-    let end = reply.windows(2).position(|w| w == b"\r\n").expect("length line");
-    let len: usize = std::str::from_utf8(&reply[1..end]).expect("utf8").parse().expect("length");
-    let payload = &reply[end + 2..];
-    assert_eq!(payload.len(), len, "the connection ends right after the payload");
-    payload
+    let head = String::from_utf8_lossy(&reply[..reply.len().min(80)]).into_owned();
+    assert!(reply.starts_with(b"$EOF:") && reply[5 + MARK..].starts_with(b"\r\n"), "{head:?}");
+    let mark = &reply[5..5 + MARK];
+    let payload = &reply[5 + MARK + 2..];
+    assert!(payload.len() >= MARK && payload.ends_with(mark), "the connection ends right after the mark");
+    &payload[..payload.len() - MARK]
 }
 
 /// The image over a raw SYNC, written to `file`.
-fn fetch_rdb(addr: std::net::SocketAddr, file: &Path) {
+pub fn fetch_rdb(addr: std::net::SocketAddr, file: &Path) {
     let reply = raw_sync(addr, &["SYNC"]);
-    std::fs::write(file, bulk_payload(&reply)).expect("write the image");
+    std::fs::write(file, rdb_payload(&reply)).expect("write the image");
 }
 
 #[test]
@@ -228,11 +231,14 @@ fn sync_sends_an_rdb_image_then_closes() {
     c.cmd(&["RPUSH", "l", "x", "y"]);
     c.cmd(&["PEXPIRE", "l", "100000"]);
     let reply = raw_sync(server.addr(), &["SYNC"]);
-    let image = bulk_payload(&reply);
+    let image = rdb_payload(&reply);
     assert_eq!(&image[..9], b"REDIS0010");
     let items: Vec<_> =
         cairn_engine::rdb::FileReader::new(image).expect("header").collect::<Result<_, _>>().expect("items");
-    let keys: Vec<(u64, &[u8], bool)> = items.iter().map(|i| (i.db, &i.key[..], i.expire_at_ms.is_some())).collect();
+    // Written shard by shard: the databases' keys come in the shards' order.
+    let mut keys: Vec<(u64, &[u8], bool)> =
+        items.iter().map(|i| (i.db, &i.key[..], i.expire_at_ms.is_some())).collect();
+    keys.sort();
     assert_eq!(keys, [(0, &b"a"[..], false), (5, &b"l"[..], true)]);
 
     // PSYNC: +FULLRESYNC <replid> 0 first.
@@ -240,14 +246,13 @@ fn sync_sends_an_rdb_image_then_closes() {
     let line_end = reply.windows(2).position(|w| w == b"\r\n").expect("line");
     let line = String::from_utf8_lossy(&reply[..line_end]).into_owned();
     assert!(line.starts_with("+FULLRESYNC ") && line.ends_with(" 0") && line.len() == 12 + 40 + 2, "{line}");
-    let again: Vec<_> = cairn_engine::rdb::FileReader::new(bulk_payload(&reply[line_end + 2..]))
+    let again: Vec<_> = cairn_engine::rdb::FileReader::new(rdb_payload(&reply[line_end + 2..]))
         .expect("header")
         .collect::<Result<_, _>>()
         .expect("items");
-    assert_eq!(
-        again.iter().map(|i| (i.db, i.key.clone())).collect::<Vec<_>>(),
-        [(0, b"a".to_vec()), (5, b"l".to_vec())]
-    );
+    let mut again: Vec<(u64, Vec<u8>)> = again.into_iter().map(|i| (i.db, i.key)).collect();
+    again.sort();
+    assert_eq!(again, [(0, b"a".to_vec()), (5, b"l".to_vec())]);
 
     // Only functions (redis-cli --functions-rdb), or nothing.
     let mut f = Client::connect(server.addr());
@@ -257,7 +262,7 @@ fn sync_sends_an_rdb_image_then_closes() {
     f.send_raw(b"SYNC\r\n");
     let mut out = Vec::new();
     f.stream.read_to_end(&mut out).expect("read");
-    let only_functions = cairn_engine::rdb::FileReader::new(bulk_payload(&out)).expect("header");
+    let only_functions = cairn_engine::rdb::FileReader::new(rdb_payload(&out)).expect("header");
     assert_eq!(only_functions.count(), 0);
 }
 
