@@ -397,10 +397,11 @@ impl Keyspace {
     }
 
     /// Database `db`'s bookkeeping bytes over all shards, `(main, expires)`
-    /// (see [`Table::overhead_bytes`]), locking one shard at a time.
+    /// (see [`Table::overhead_bytes`]), reading one shard at a time (no copy
+    /// of a frozen shard).
     pub fn db_overhead(&self, db: usize) -> (usize, usize) {
         (0..self.shards.len()).fold((0, 0), |(main, expires), i| {
-            let (m, e) = self.lock(i).dbs[db].overhead_bytes();
+            let (m, e) = self.read(i).dbs[db].overhead_bytes();
             (main + m, expires + e)
         })
     }

@@ -53,7 +53,17 @@ pub fn take(p: &Persistence, keyspace: &Keyspace) -> Result<Taken, String> {
                 "snapshot saved"
             );
         }
-        Err(e) => tracing::error!(error = %e, "snapshot failed"),
+        Err(e) => {
+            // A failure midway (the file could not be created or written)
+            // leaves shards marked copy-on-write or holding copies: thaw
+            // them, or every write would copy its shard until the next
+            // snapshot, doubling memory while the disk stays full. The
+            // snapshot lock is held: no other image is in progress.
+            for index in 0..keyspace.num_shards() {
+                keyspace.abandon_frozen(index);
+            }
+            tracing::error!(error = %e, "snapshot failed")
+        }
     }
     result
 }

@@ -288,3 +288,20 @@ fn a_full_disk_refuses_writes_until_space_returns() {
     assert_eq!(config_node.run(&[b"SET", b"x", b"y"]), b"+OK\r\n", "writes resume once space returns");
     assert_eq!(refused(&config_node), (0, 0));
 }
+
+#[test]
+fn a_snapshot_that_fails_midway_leaves_no_shard_frozen() {
+    let disk = SimStorage::new();
+    let mut node = Node::new(&disk, Tier::Everysec);
+    for i in 0..100 {
+        let key = format!("k{i}");
+        node.run(&[b"SET", key.as_bytes(), b"v"]);
+    }
+    node.sync_round(true);
+    disk.set_fail_write(true);
+    let p = &node.server.persistence;
+    let failed = cairn_server::persistence::snapshot::take(p, &node.server.keyspace);
+    assert!(failed.is_err(), "the snapshot cannot be written: {failed:?}");
+    assert_eq!(node.server.keyspace.frozen_shards(), 0, "no shard stays marked or holds a copy");
+    disk.set_fail_write(false);
+}
