@@ -110,8 +110,9 @@ pub struct Args {
     /// Data directory.
     #[arg(long, env = "CAIRN_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
-    /// A Redis RDB file (`dump.rdb`) to load at start into an empty data
-    /// directory (refused when it holds data); snapshotted before serving.
+    /// A Redis (1.x to 7.4) or Valkey (up to 9.1) RDB file (`dump.rdb`) to
+    /// load at start into an empty data directory (refused when it holds
+    /// data); snapshotted before serving.
     #[arg(long, env = "CAIRN_IMPORT_RDB")]
     pub import_rdb: Option<PathBuf>,
     /// Number of databases (SELECT 0..N-1).

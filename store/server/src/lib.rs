@@ -333,6 +333,7 @@ fn import_rdb(server: &Server, recovered: &persistence::recover::Recovered) -> R
     let imported = rdb_file::import::run(server, path, recovered)?;
     tracing::info!(
         file = %path.display(),
+        header = %imported.header,
         keys = %imported.per_db(),
         expired_skipped = imported.expired_skipped,
         empty_skipped = imported.empty_skipped,

@@ -1,25 +1,30 @@
 //! Reading a whole RDB file (`rdbLoadRio`) as a stream of keys: the
-//! `REDIS` magic and version, then opcodes (AUX, SELECTDB, RESIZEDB,
-//! EXPIRETIME/EXPIRETIME_MS, IDLE/FREQ) and objects up to EOF and the
-//! CRC-64 of everything before it (0: saved without a checksum). Each
-//! object is copied off the stream ([`super::file_object`]) and decoded by
-//! the payload decoder, with its validation. Function libraries (FUNCTION2)
-//! are collected for the caller to load ([`FileReader::take_functions`]);
-//! the 7.0 release candidates' FUNCTION and module data are refused with
-//! an error naming them.
+//! `REDIS` or `VALKEY` magic and version ([`super::file_format`]), then
+//! opcodes (AUX, SELECTDB, RESIZEDB, SLOT_INFO, EXPIRETIME/EXPIRETIME_MS,
+//! IDLE/FREQ) and objects up to EOF and the CRC-64 of everything before it
+//! (0: saved without a checksum). Each object is copied off the stream
+//! ([`super::file_object`]) and decoded by the payload decoder, with its
+//! validation. Function libraries (FUNCTION2) are collected for the caller
+//! to load ([`FileReader::take_functions`]); the 7.0 release candidates'
+//! FUNCTION, module data, Valkey's SLOT_IMPORT and hashes with field
+//! expiration times are refused with an error naming them.
 
 use std::io::Read;
 
 use super::decode::decode_value;
 use super::file_error::RdbFileError;
+use super::file_format::{Format, Magic};
 use super::file_object::ObjectCopier;
 use super::file_source::Source;
-use super::payload::{NEWEST_READ_VERSION, VALKEY_VERSION};
 use super::reader::Reader;
 use super::types as t;
 use super::RdbError;
 use crate::value::Value;
 
+/// Valkey 9: slots being imported when the file was saved (mandatory).
+const OP_SLOT_IMPORT: u8 = 0xf3;
+/// Redis 7.4 and Valkey: a slot's key counts, a hint safe to skip.
+const OP_SLOT_INFO: u8 = 0xf4;
 const OP_FUNCTION2: u8 = 0xf5;
 const OP_FUNCTION: u8 = 0xf6;
 const OP_MODULE_AUX: u8 = 0xf7;
@@ -49,7 +54,7 @@ pub struct FileItem {
 /// A streaming reader of an RDB file.
 pub struct FileReader<R> {
     src: Source<R>,
-    version: u32,
+    format: Format,
     db: u64,
     aux: Vec<(Vec<u8>, Vec<u8>)>,
     /// The code of each FUNCTION2 library read and not taken yet.
@@ -64,13 +69,18 @@ impl<R: Read> FileReader<R> {
     pub fn new(inner: R) -> Result<Self, RdbFileError> {
         let mut src = Source::new(inner);
         let magic: [u8; 9] = src.array("the header").map_err(|_| RdbFileError::NotRdb)?;
-        let version = parse_header(&magic)?;
-        Ok(FileReader { src, version, db: 0, aux: Vec::new(), functions: Vec::new(), empty_skipped: 0, done: false })
+        let format = Format::parse(&magic)?;
+        Ok(FileReader { src, format, db: 0, aux: Vec::new(), functions: Vec::new(), empty_skipped: 0, done: false })
     }
 
     /// The file's RDB version.
     pub fn version(&self) -> u32 {
-        self.version
+        self.format.version
+    }
+
+    /// The file's magic and version.
+    pub fn format(&self) -> Format {
+        self.format
     }
 
     /// The AUX fields read so far (all of them once the items are read).
@@ -108,6 +118,14 @@ impl<R: Read> FileReader<R> {
                     self.length("RESIZEDB")?;
                     self.length("RESIZEDB")?;
                 }
+                OP_SLOT_INFO => {
+                    for _ in 0..3 {
+                        self.length("SLOT_INFO")?;
+                    }
+                }
+                OP_SLOT_IMPORT if self.format.magic == Magic::Valkey => {
+                    return Err(RdbFileError::SlotImport { offset: at })
+                }
                 OP_AUX => {
                     let key = self.string("an AUX field")?;
                     let value = self.string("an AUX field")?;
@@ -129,6 +147,9 @@ impl<R: Read> FileReader<R> {
                         Some(item) => return Ok(Some(item)),
                         None => expire = None,
                     }
+                }
+                rdb_type if self.format.field_ttl_hash(rdb_type).is_some() => {
+                    return Err(self.field_ttl_hash(rdb_type, at))
                 }
                 byte => return Err(RdbFileError::UnknownType { byte, offset: at }),
             }
@@ -162,10 +183,20 @@ impl<R: Read> FileReader<R> {
         }
     }
 
+    /// The refusal of a hash with field expiration times, naming its key.
+    fn field_ttl_hash(&mut self, rdb_type: u8, at: u64) -> RdbFileError {
+        let key = match self.string("a key") {
+            Ok(key) => String::from_utf8_lossy(&key).into_owned(),
+            Err(e) => return e,
+        };
+        let what = self.format.field_ttl_hash(rdb_type).unwrap_or("a hash with field expiration times");
+        RdbFileError::FieldTtlHash { offset: at, db: self.db, key, rdb_type, what }
+    }
+
     /// The checksum after EOF (files of version 5 and later).
     fn finish(&mut self) -> Result<(), RdbFileError> {
         self.done = true;
-        if self.version < FIRST_CHECKSUMMED_VERSION {
+        if self.format.version < FIRST_CHECKSUMMED_VERSION {
             return Ok(());
         }
         let computed = self.src.crc();
@@ -207,17 +238,4 @@ impl<R: Read> Iterator for FileReader<R> {
         }
         item.transpose()
     }
-}
-
-/// The version of a `REDIS0010`-style header.
-fn parse_header(magic: &[u8; 9]) -> Result<u32, RdbFileError> {
-    if &magic[..5] != b"REDIS" || !magic[5..].iter().all(u8::is_ascii_digit) {
-        return Err(RdbFileError::NotRdb);
-    }
-    let version = magic[5..].iter().fold(0u32, |v, d| v * 10 + (d - b'0') as u32);
-    let readable = (1..=NEWEST_READ_VERSION as u32).contains(&version) || version == VALKEY_VERSION as u32;
-    if !readable {
-        return Err(RdbFileError::Version { version, newest: NEWEST_READ_VERSION, valkey: VALKEY_VERSION });
-    }
-    Ok(version)
 }

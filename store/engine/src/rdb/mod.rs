@@ -17,7 +17,8 @@
 //!   [`stream`] reads and writes streams; [`encode`] writes any value as
 //!   Redis 7.0.15 would ([`types`] names the type bytes).
 //! - whole RDB files (`dump.rdb`): [`file_reader`] streams the keys of one
-//!   over any `Read` (the bytes through [`file_source`], each object copied
+//!   over any `Read` (Redis's `REDIS00NN` or Valkey 9's `VALKEY080`, told
+//!   apart by [`file_format`]; the bytes through [`file_source`], each object copied
 //!   off the stream by [`file_object`], then decoded as a payload is;
 //!   errors in [`file_error`] carry the byte offset); [`file_writer`]
 //!   writes one as redis-server 7.0.15 does.
@@ -36,6 +37,7 @@ mod element;
 mod encode;
 mod error;
 mod file_error;
+mod file_format;
 mod file_object;
 mod file_reader;
 mod file_source;
@@ -58,6 +60,7 @@ mod tests;
 pub use crc64::crc64;
 pub use error::RdbError;
 pub use file_error::RdbFileError;
+pub use file_format::{Format, Magic};
 pub use file_reader::{FileItem, FileReader};
 pub use file_writer::{key_record, FileInfo, FileWriter, REDIS_VER};
 pub use payload::{NEWEST_READ_VERSION, WRITTEN_VERSION};

@@ -11,8 +11,9 @@ pub const WRITTEN_VERSION: u16 = 10;
 /// 12; the types they add that Cairn can hold (set listpacks, streams with
 /// consumer active times) are decoded, the others refused by type.
 pub const NEWEST_READ_VERSION: u16 = 12;
-/// The RDB version Valkey 8.1 and 9 write: Redis 7.2's types under a
-/// version number of Valkey's own (Valkey leaves 12 to 79 to Redis).
+/// The RDB version Valkey 9.0 and 9.1 write (Valkey 7.2 to 8.1 write 11):
+/// Redis 7.2's types, plus its hash with field TTLs (type 22, refused),
+/// under a version number of Valkey's own (Valkey leaves 12 to 79 to Redis).
 pub const VALKEY_VERSION: u16 = 80;
 const FOOTER_LEN: usize = 10;
 

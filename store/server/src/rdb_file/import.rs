@@ -1,4 +1,6 @@
-//! `--import-rdb PATH`: loading a Redis RDB file at start.
+//! `--import-rdb PATH`: loading a Redis or Valkey RDB file at start
+//! (`REDIS0001` to `REDIS0012`, Valkey 9's `VALKEY080`; what the engine's
+//! `rdb::FileReader` reads).
 //!
 //! Runs after recovery, while the server still answers `-LOADING` and
 //! `/readyz` is not ready. It is refused unless the data directory holds no
@@ -9,7 +11,9 @@
 //! skips them on load. Function libraries (FUNCTION2) are loaded as
 //! `FUNCTION LOAD` loads them. Nothing is logged per key: a snapshot taken at the
 //! end makes the whole import durable at once, before the first client is
-//! served. A failed import leaves the data directory as empty as it was.
+//! served. A failed import leaves the data directory as empty as it was: a
+//! file holding what Cairn cannot keep (a hash with field TTLs, module data)
+//! is refused whole, never loaded without it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -52,6 +56,8 @@ pub enum ImportError {
 /// What an import loaded.
 #[derive(Debug, Default, Clone)]
 pub struct Imported {
+    /// The file's header (`REDIS0011`, `VALKEY080`).
+    pub header: String,
     pub keys_per_db: BTreeMap<u64, u64>,
     pub expired_skipped: u64,
     pub empty_skipped: u64,
@@ -94,7 +100,7 @@ fn ensure_empty(server: &Server, path: &Path, recovered: &Recovered) -> Result<(
 
 /// Inserts every key of the file.
 fn load<R: std::io::Read>(server: &Server, path: &Path, mut reader: FileReader<R>) -> Result<Imported, ImportError> {
-    let mut imported = Imported::default();
+    let mut imported = Imported { header: reader.format().header(), ..Imported::default() };
     let databases = server.keyspace.num_dbs();
     while let Some(item) = reader.next_item().map_err(|source| ImportError::File { path: path.into(), source })? {
         let db = usize::try_from(item.db).ok().filter(|&db| db < databases);

@@ -56,5 +56,6 @@ mod streams;
 mod tier_switch;
 mod tls;
 mod tracking;
+mod valkey_rdb;
 mod wait;
 mod zsets;

@@ -93,9 +93,14 @@ fn written_files_read_back_the_same() {
     assert_eq!(aux[4].1, "0");
 }
 
-/// `REDIS0010` + `body` + EOF + its CRC-64 (or `crc` when given).
+/// `REDIS` + `version` + `body` + EOF + its CRC-64 (or `crc` when given).
 fn framed(version: &str, body: &[u8], crc: Option<u64>) -> Vec<u8> {
-    let mut out = format!("REDIS{version}").into_bytes();
+    with_header(&format!("REDIS{version}"), body, crc)
+}
+
+/// `header` + `body` + EOF + its CRC-64 (or `crc` when given).
+fn with_header(header: &str, body: &[u8], crc: Option<u64>) -> Vec<u8> {
+    let mut out = header.as_bytes().to_vec();
     out.extend_from_slice(body);
     out.push(0xff);
     let sum = crc.unwrap_or_else(|| crc64(0, &out));
@@ -185,12 +190,53 @@ fn headers_and_versions() {
     assert!(matches!(read_all(b"RDB"), Err(RdbFileError::NotRdb)));
     assert!(matches!(read_all(b"REDIX0010\xff"), Err(RdbFileError::NotRdb)));
     assert!(matches!(read_all(b"REDIS00a0\xff"), Err(RdbFileError::NotRdb)));
-    for version in ["0000", "0013", "0079", "0081"] {
-        assert!(matches!(read_all(&framed(version, b"", None)), Err(RdbFileError::Version { .. })), "{version}");
+    // Valkey's rule: 80 and up only under VALKEY, 79 and below only under REDIS.
+    for header in ["REDIS0000", "REDIS0013", "REDIS0079", "REDIS0080", "REDIS0081", "VALKEY011", "VALKEY081"] {
+        let err = read_all(&with_header(header, b"", None)).unwrap_err();
+        assert!(matches!(err, RdbFileError::Version { .. }), "{header}: {err}");
+        assert!(err.to_string().contains(header) && err.to_string().contains("VALKEY080"), "{err}");
     }
-    for version in ["0001", "0009", "0011", "0012", "0080"] {
-        assert!(read_all(&framed(version, b"", None)).unwrap().is_empty(), "{version}");
+    for header in ["REDIS0001", "REDIS0009", "REDIS0011", "REDIS0012", "VALKEY080"] {
+        assert!(read_all(&with_header(header, b"", None)).unwrap().is_empty(), "{header}");
     }
+    assert!(matches!(read_all(b"VALKEY08"), Err(RdbFileError::NotRdb)));
+}
+
+/// SLOT_INFO (Redis 7.4, read by Valkey too) is a hint: skipped. Valkey's
+/// SLOT_IMPORT (keys of slots still being imported) is refused; in a Redis
+/// file that byte is no opcode at all.
+#[test]
+fn slot_opcodes() {
+    let body = b"\xfe\x00\xf4\x41\x00\x01\x00\x00\x01k\x01v"; // SELECTDB 0, SLOT_INFO 256 1 0
+    for header in ["REDIS0012", "VALKEY080"] {
+        let items = read_all(&with_header(header, body, None)).unwrap();
+        assert_eq!(items.iter().map(|i| i.key.clone()).collect::<Vec<_>>(), [b"k".to_vec()], "{header}");
+    }
+    let import = b"\x00\x01k\x01v\xf3\x01\x02";
+    let err = read_all(&with_header("VALKEY080", import, None)).unwrap_err();
+    assert!(matches!(err, RdbFileError::SlotImport { offset: 14 }), "{err}");
+    assert!(err.to_string().contains("SLOT_IMPORT") && err.to_string().contains("byte 14"), "{err}");
+    let err = read_all(&with_header("REDIS0011", import, None)).unwrap_err();
+    assert!(matches!(err, RdbFileError::UnknownType { byte: 0xf3, offset: 14 }), "{err}");
+}
+
+/// Hashes with field TTLs, in either family's type numbers, are refused
+/// with their key named; the same bytes are unknown types elsewhere.
+#[test]
+fn hashes_with_field_ttls_are_refused_with_their_key() {
+    let hash_with = |rdb_type: u8| [&b"\xfe\x03"[..], &[rdb_type], b"\x02hf\x00"].concat();
+    for (header, rdb_type, family) in
+        [("VALKEY080", 22, "HASH_2"), ("REDIS0012", 22, "Redis 7.4"), ("REDIS0012", 25, "Redis 7.4")]
+    {
+        let err = read_all(&with_header(header, &hash_with(rdb_type), None)).unwrap_err();
+        let ok = matches!(&err, RdbFileError::FieldTtlHash { offset: 11, db: 3, key, rdb_type: t, .. } if key == "hf" && *t == rdb_type);
+        assert!(ok && err.to_string().contains(family), "{header} {rdb_type}: {err}");
+    }
+    let err = read_all(&with_header("VALKEY080", &hash_with(23), None)).unwrap_err();
+    assert!(matches!(err, RdbFileError::UnknownType { byte: 23, offset: 11 }), "{err}");
+    // The key itself cut short: a truncation, not a panic.
+    let err = read_all(b"VALKEY080\x16\x05ab").unwrap_err();
+    assert!(matches!(err, RdbFileError::Truncated { .. }), "{err}");
 }
 
 #[test]

@@ -10,6 +10,7 @@ mod fixtures_test;
 mod fuzz;
 mod round_trip;
 mod valkey;
+mod valkey_file;
 
 /// Bytes from hex (fixtures and hand-built payloads).
 pub fn unhex(hex: &str) -> Vec<u8> {
