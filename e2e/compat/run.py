@@ -501,6 +501,7 @@ How to read it:
 - **Skipped.** External mode skips tests and blocks tagged `external:skip` (they restart the server,
   read its log, or start servers with their own config), and `--tags -needs:repl` skips those tagged
   `needs:repl`: they read the replication stream through a raw `SYNC`, which Cairn does not offer
+  (its `SYNC` serves only `redis-cli --rdb`, after `REPLCONF rdb-only 1`)
   (upstream's tests/README.md gives this flag for servers that do not permit `SYNC`). The same
   goes for these tests, which attach to the replication stream but are not tagged `needs:repl` in
   {REDIS_VERSION}; `--skiptest` skips them for both servers: {'; '.join(f'"{n}"' for n in SKIPPED_NEEDS_SYNC)}. A skipped block

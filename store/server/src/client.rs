@@ -67,6 +67,9 @@ pub struct ClientHandle {
     /// connection by any worker; written after its current command's reply,
     /// or at once when it is idle (see [`crate::tracking`]).
     pub inbox: crate::tracking::inbox::Inbox,
+    /// Its buffers' sizes, published by the connection (CLIENT LIST `qbuf`,
+    /// `qbuf-free`, `rbs`, `rbp`; see [`crate::client_buffers`]).
+    pub buffers: crate::client_buffers::BufferGauges,
     killed: AtomicBool,
     /// The ACL user this connection authenticated as (set at admission and
     /// by AUTH/HELLO; `None` only before admission).
@@ -98,6 +101,7 @@ impl ClientHandle {
             sub_shard_channels: AtomicUsize::new(0),
             accepts_pushes: AtomicBool::new(true),
             inbox: crate::tracking::inbox::Inbox::default(),
+            buffers: crate::client_buffers::BufferGauges::default(),
             killed: AtomicBool::new(false),
             user: Mutex::new(None),
             wake: Notify::new(),
@@ -143,6 +147,12 @@ impl ClientHandle {
             + self.sub_patterns.load(Ordering::Relaxed)
             + self.sub_shard_channels.load(Ordering::Relaxed)
             > 0
+    }
+
+    /// Wakes the connection without a message: it looks at what it was
+    /// asked to do (a buffer tune, see [`crate::client_buffers::cron`]).
+    pub fn nudge(&self) {
+        self.wake.notify_one();
     }
 
     pub fn is_killed(&self) -> bool {

@@ -384,6 +384,8 @@ pub struct RuntimeConfig {
     pub latency: Arc<crate::latency::LatencyMonitor>,
     /// `tracking-table-max-keys`: keys the tracking table may hold (0: no limit).
     pub tracking_table_max_keys: AtomicUsize,
+    /// `DEBUG REPLYBUFFER`: the reply buffers' resizing (see [`crate::client_buffers`]).
+    pub reply_buffer: crate::client_buffers::ReplyBufferPolicy,
 }
 
 impl RuntimeConfig {
@@ -427,6 +429,7 @@ impl RuntimeConfig {
             policy: std::sync::atomic::AtomicU8::new(0),
             maxmemory_samples: AtomicUsize::new(5),
             tracking_table_max_keys: AtomicUsize::new(0),
+            reply_buffer: crate::client_buffers::ReplyBufferPolicy::default(),
         };
         for (name, value) in &values {
             rc.apply(name, value);

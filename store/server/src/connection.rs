@@ -15,6 +15,8 @@ use tokio::sync::futures::Notified;
 use crate::admission::{admit, release, Registration};
 use crate::blocking::{BlockState, Waiter};
 use crate::client::Client;
+use crate::client_buffers::read::read_more;
+use crate::client_buffers::{BufferTuner, READ_CHUNK};
 use crate::commands::timing::CommandClock;
 use crate::commands::{dispatch, Ctx};
 use crate::rebalance::{Carried, Moving};
@@ -23,8 +25,6 @@ use crate::scripting::on_worker::ScriptHold;
 use crate::server::Server;
 use crate::stats::WorkerStats;
 
-/// Smallest free space kept in the read buffer before a read.
-const READ_CHUNK: usize = 16 * 1024;
 /// Most scripts a batch leaves for one trip to the script thread.
 const MAX_SCRIPTS_PER_TRIP: usize = 64;
 /// Buffers above this size are shrunk back when idle.
@@ -203,21 +203,19 @@ pub(crate) async fn connection_loop<S: Stream>(
     worker: usize,
     movable: bool,
 ) -> Result<End, ConnectionEnd> {
-    let mut input: Vec<u8> = Vec::with_capacity(READ_CHUNK);
-    let mut output: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut argv = Argv::default();
     // Registered once: polling it again costs no new registration. Server
     // shutdown needs no wait here: the worker drops its connection tasks.
-    // It fires on a kill or on a push queued in the inbox (client-side caching).
+    // It fires on a kill, on a push queued in the inbox (client-side
+    // caching) or when the buffer sweep asks for a tune.
     let handle = client.handle.clone();
+    let policy = &server.runtime.reply_buffer;
+    let (mut tuner, mut input, mut output) = BufferTuner::start(cairn_engine::clock::now_ms(), &handle.buffers);
     let signal = handle.signalled();
     tokio::pin!(signal);
     // After a blocked command ends, the rest of the pipeline runs before reading more.
     let mut unblocked = false;
     loop {
-        if input.capacity() - input.len() < READ_CHUNK / 4 {
-            input.reserve(READ_CHUNK.max(input.len()));
-        }
         if !std::mem::take(&mut unblocked) {
             if movable && input.is_empty() && may_move(client) {
                 if let Some(to) = server.rebalance.claim_move(worker) {
@@ -233,22 +231,31 @@ pub(crate) async fn connection_loop<S: Stream>(
             };
             match wake {
                 Wake::Read(0) => return Ok(End::Closed),
-                Wake::Read(n) => stats.net_input_bytes.add(n as u64),
+                Wake::Read(n) => {
+                    stats.net_input_bytes.add(n as u64);
+                    tuner.after_read(&input, &handle.buffers);
+                }
                 Wake::Signal | Wake::Messages => {
                     if matches!(wake, Wake::Signal) {
                         if handle.is_killed() {
                             return Ok(End::Closed);
                         }
                         signal.set(handle.signalled());
+                        if handle.buffers.tidy_requested() {
+                            let now_ms = cairn_engine::clock::now_ms();
+                            let idle_ms = now_ms.saturating_sub(handle.last_interaction_ms.load(Ordering::Relaxed));
+                            tuner.tune_idle(now_ms, idle_ms, &mut input, &mut output, &handle.buffers, policy);
+                        }
                     }
                     if !write_messages(server, stream, client, stats, &mut output, &handle, signal.as_mut()).await? {
                         return Ok(End::Closed);
                     }
+                    tuner.trim_reply(&mut output);
                     continue;
                 }
             }
         }
-        let consumed = execute_batch(server, client, stats, &input, &mut argv, &mut output);
+        let (consumed, now_ms) = execute_batch(server, client, stats, &input, &mut argv, &mut output);
         input.drain(..consumed);
         if !client.pending_scripts.is_empty() {
             // The scripts' replies join this batch's, and the rest of the
@@ -276,7 +283,7 @@ pub(crate) async fn connection_loop<S: Stream>(
         if !output.is_empty() {
             send(stream, &output).await?;
             stats.net_output_bytes.add(output.len() as u64);
-            output.clear();
+            tuner.after_reply(&mut output);
         }
         if std::mem::take(&mut client.pending_exec) {
             let Ok(reply) = crate::scripting::offload::with_client_elsewhere(server, stats, client, exec_here).await
@@ -349,8 +356,8 @@ pub(crate) async fn connection_loop<S: Stream>(
             return Err(ConnectionEnd::QueryBufferLimit(input.len()));
         }
         shrink_if_idle(&mut input);
-        shrink_if_idle(&mut output);
         argv.release_if_large();
+        tuner.end_batch(now_ms, &mut input, &mut output, &handle.buffers, policy);
     }
 }
 
@@ -482,9 +489,9 @@ pub(crate) async fn read_with_timeout<S: Stream>(
 ) -> std::io::Result<usize> {
     let timeout = server.runtime.timeout_secs.load(Ordering::Relaxed);
     if timeout == 0 || !timed {
-        return stream.read_buf(input).await;
+        return read_more(stream, input).await;
     }
-    match tokio::time::timeout(Duration::from_secs(timeout), stream.read_buf(input)).await {
+    match tokio::time::timeout(Duration::from_secs(timeout), read_more(stream, input)).await {
         Ok(read) => read,
         Err(_) => Ok(0),
     }
@@ -537,7 +544,7 @@ pub(crate) fn shrink_if_idle(buf: &mut Vec<u8>) {
 }
 
 /// Executes every complete request in `input`, appending replies to `output`;
-/// returns how many input bytes were consumed.
+/// returns how many input bytes were consumed, and the batch's clock (ms).
 fn execute_batch(
     server: &Server,
     client: &mut Client,
@@ -545,7 +552,7 @@ fn execute_batch(
     input: &[u8],
     argv: &mut Argv,
     output: &mut Vec<u8>,
-) -> usize {
+) -> (usize, u64) {
     let limits = Limits {
         max_bulk_len: server.runtime.proto_max_bulk_len.load(Ordering::Relaxed),
         unauthenticated: !client.authenticated,
@@ -635,7 +642,7 @@ fn execute_batch(
         }
     }
     ctx.client.handle.last_interaction_ms.store(now_ms, Ordering::Relaxed);
-    pos
+    (pos, now_ms)
 }
 
 /// Whether a command after one that left a script may run before that

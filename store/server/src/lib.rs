@@ -70,6 +70,7 @@ pub mod blocked_stats;
 pub mod blocking;
 pub mod busy_poll;
 pub mod client;
+pub mod client_buffers;
 pub mod client_memory;
 pub mod commands;
 pub mod config;

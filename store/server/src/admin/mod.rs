@@ -82,6 +82,8 @@ async fn serve(server: Arc<Server>, listener: StdListener) {
     }
     // MIGRATE's idle cached connections are closed from here too.
     tokio::spawn(crate::migrate::sockets::run_closer(server.clone()));
+    // And idle clients are asked to give their buffers back.
+    tokio::spawn(crate::client_buffers::cron::run(server.clone()));
     let shutdown = server.shutdown.clone();
     let app = router::router(server.clone());
     let serving = axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.wait().await });

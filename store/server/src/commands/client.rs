@@ -33,7 +33,8 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         list(ctx, &args[2..])?;
     } else if is(sub, "info") {
         arity(argc == 2)?;
-        let line = describe(&ctx.client.handle, ctx.now_ms, false, ctx.client.query_pending, &ctx.server.tracking);
+        let running = Some(ctx.client.query_pending);
+        let line = describe(&ctx.client.handle, ctx.now_ms, false, running, &ctx.server.tracking);
         ctx.out.verbatim("txt", line.as_bytes());
     } else if is(sub, "kill") {
         arity(argc >= 3)?;
@@ -147,15 +148,17 @@ fn reply_mode(ctx: &mut Ctx<'_>, mode: &[u8]) -> CmdResult {
 }
 
 /// One CLIENT LIST line (without the trailing newline), in Redis's field
-/// order. `qbuf`: the bytes of input the client has read and not yet
-/// consumed, the running command's included (known for the calling client).
+/// order. `running`: for the calling client, the bytes of input it has read
+/// and not yet consumed, the running command's included (others' `qbuf` is
+/// the one they published, see [`crate::client_buffers`]).
 pub fn describe(
     c: &ClientHandle,
     now_ms: u64,
     blocked: bool,
-    qbuf: usize,
+    running: Option<usize>,
     tracking: &crate::tracking::Tracking,
 ) -> String {
+    let buffers = c.buffers.sizes(running);
     let name = c.name.lock().as_deref().map(|n| String::from_utf8_lossy(n).into_owned()).unwrap_or_default();
     let lib_name = c.lib_name.lock().as_deref().map(|n| String::from_utf8_lossy(n).into_owned()).unwrap_or_default();
     let lib_ver = c.lib_version.lock().as_deref().map(|n| String::from_utf8_lossy(n).into_owned()).unwrap_or_default();
@@ -193,7 +196,7 @@ pub fn describe(
     }
     format!(
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi=-1 \
-         qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} \
+         qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} \
          user={} redir={} resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
@@ -207,7 +210,11 @@ pub fn describe(
         sub,
         psub,
         ssub,
-        qbuf,
+        buffers.qbuf,
+        buffers.qbuf_free,
+        buffers.rbs,
+        buffers.rbp,
+        crate::client_memory::of(&buffers),
         cmd,
         c.user_name(),
         redir,
@@ -256,8 +263,9 @@ fn list(ctx: &mut Ctx<'_>, filters: &[&[u8]]) -> CmdResult {
         if subscribed.is_some_and(|want| want != c.is_subscriber()) {
             continue;
         }
-        let qbuf = if c.id == ctx.client.handle.id { ctx.client.query_pending } else { 0 };
-        text.push_str(&describe(&c, ctx.now_ms, ctx.server.blocking.is_blocked(c.id), qbuf, &ctx.server.tracking));
+        let running = (c.id == ctx.client.handle.id).then_some(ctx.client.query_pending);
+        let blocked = ctx.server.blocking.is_blocked(c.id);
+        text.push_str(&describe(&c, ctx.now_ms, blocked, running, &ctx.server.tracking));
         text.push('\n');
     }
     ctx.out.verbatim("txt", text.as_bytes());

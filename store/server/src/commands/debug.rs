@@ -71,6 +71,8 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         }
         crate::persistence::snapshot::reload(ctx.server, is(sub, "loadaof")).map_err(CmdError::err)?;
         ctx.out.ok();
+    } else if is(sub, "replybuffer") && args.len() == 4 {
+        reply_buffer(ctx, sub, args[2], args[3])?;
     } else if is(sub, "help") {
         super::server_admin::write_help(
             ctx,
@@ -84,18 +86,46 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
                 "PROTOCOL <type>",
                 "SET-ACTIVE-EXPIRE <0|1>",
                 "PAUSE-CRON <0|1>",
+                "REPLYBUFFER PEAK-RESET-TIME <NEVER||RESET|time>",
+                "REPLYBUFFER RESIZING <0|1>",
                 "SLEEP <seconds>",
                 "JMAP",
                 "CHANGE-REPL-ID",
             ],
         );
     } else {
-        // DEBUG is not a container command in Redis 7.0: its own reply.
-        return Err(CmdError::Message(format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
-            String::from_utf8_lossy(&sub[..sub.len().min(128)])
-        )));
+        return Err(unknown_subcommand(sub));
     }
+    Ok(())
+}
+
+/// DEBUG is not a container command in Redis 7.0: its own reply.
+fn unknown_subcommand(sub: &[u8]) -> CmdError {
+    CmdError::Message(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
+        String::from_utf8_lossy(&sub[..sub.len().min(128)])
+    ))
+}
+
+/// DEBUG REPLYBUFFER PEAK-RESET-TIME <ms>|NEVER|RESET and RESIZING <0|1>
+/// (see [`crate::client_buffers`]); as in Redis, a negative time never
+/// resets the peak and RESIZING reads its value as C's `atoi`.
+fn reply_buffer(ctx: &mut Ctx<'_>, sub: &[u8], setting: &[u8], value: &[u8]) -> CmdResult {
+    let policy = &ctx.server.runtime.reply_buffer;
+    if is(setting, "peak-reset-time") {
+        if is(value, "never") {
+            policy.set_peak_reset_ms(-1);
+        } else if is(value, "reset") {
+            policy.set_peak_reset_ms(crate::client_buffers::policy::DEFAULT_PEAK_RESET_MS);
+        } else {
+            policy.set_peak_reset_ms(super::int_arg(value)?);
+        }
+    } else if is(setting, "resizing") {
+        policy.set_resizing(super::key_specs::atoi(value) as i32 != 0);
+    } else {
+        return Err(unknown_subcommand(sub));
+    }
+    ctx.out.ok();
     Ok(())
 }
 

@@ -238,7 +238,7 @@ fn counted_keys(argv: &[&[u8]], store: usize, count_at: usize, first: usize) -> 
 }
 
 /// C's `atoi`: optional sign and leading digits, 0 when there are none.
-fn atoi(arg: &[u8]) -> i64 {
+pub(super) fn atoi(arg: &[u8]) -> i64 {
     let text = String::from_utf8_lossy(arg);
     let text = text.trim_start();
     let (sign, digits) = match text.strip_prefix('-') {

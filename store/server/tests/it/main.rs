@@ -16,6 +16,7 @@ mod acl;
 mod admin;
 mod background_priority;
 mod blocked_stats;
+mod client_buffers;
 mod config;
 mod config_reload;
 mod crash_sim;
