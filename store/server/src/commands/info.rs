@@ -185,7 +185,7 @@ fn scripting_memory(server: &Server, out: &mut String) {
     let lua = server.scripting.lua_memory.bytes();
     let (functions, libraries, library_bytes) = {
         let registry = server.scripting.libraries.read();
-        let bytes: usize = registry.libraries.values().map(|l| l.code.len() + l.name.len()).sum();
+        let bytes = registry.code_bytes();
         (registry.function_count(), registry.libraries.len(), bytes)
     };
     let scripts = server.scripting.cache.body_bytes() + library_bytes;

@@ -57,10 +57,6 @@ impl Breakdown {
             let (main, expires) = server.keyspace.db_overhead(db);
             dbs.push((db, main as u64, expires as u64));
         }
-        let libraries: usize = {
-            let registry = server.scripting.libraries.read();
-            registry.libraries.values().map(|l| l.code.len() + l.name.len()).sum()
-        };
         Breakdown {
             peak: super::info::used_memory_peak(total),
             total,
@@ -68,7 +64,7 @@ impl Breakdown {
             clients: crate::client_memory::total(server),
             aof_buffer: server.persistence.wal().map_or(0, |wal| wal.buffer_bytes()) as u64,
             lua_caches: server.scripting.cache.body_bytes() as u64,
-            functions_caches: libraries as u64,
+            functions_caches: server.scripting.libraries.read().code_bytes() as u64,
             dbs,
             keys,
             rss: crate::used_memory::rss_bytes(),

@@ -124,6 +124,12 @@ impl Registry {
         self.libraries.get(&String::from_utf8_lossy(name).to_ascii_lowercase())
     }
 
+    /// Bytes of the libraries' code and names (INFO `used_memory_functions`,
+    /// MEMORY STATS `functions.caches`).
+    pub fn code_bytes(&self) -> usize {
+        self.libraries.values().map(|l| l.code.len() + l.name.len()).sum()
+    }
+
     pub fn function_count(&self) -> usize {
         self.functions.len()
     }

@@ -4,6 +4,7 @@
 //! the contents redis-server 7.0.15 loads from them.
 
 use super::canonical::canonical;
+use super::value_len;
 use crate::rdb::{crc64, FileInfo, FileItem, FileReader, FileWriter, RdbFileError};
 use crate::types::stream::{NewId, Stream, StreamId};
 use crate::types::zset::AddFlags;
@@ -302,14 +303,7 @@ fn redis_test_suite_files() {
     assert!(items.iter().all(|i| i.expire_at_ms.is_none()));
     assert_eq!(canonical(find(&items, "number")), "type=string enc=int value=10");
     assert!(canonical(find(&items, "string")).ends_with("value=Hello\\x20World"));
-    let lens = |key| match find(&items, key) {
-        Value::Str(s) => s.with_bytes(|b| b.len()),
-        Value::Hash(h) => h.len(),
-        Value::List(l) => l.len(),
-        Value::Set(s) => s.len(),
-        Value::ZSet(z) => z.len(),
-        Value::Stream(_) => 0,
-    };
+    let lens = |key| value_len(find(&items, key));
     assert_eq!([lens("compressible"), lens("hash"), lens("list"), lens("set"), lens("zset")], [137, 11, 24, 8, 12]);
     assert_eq!(canonical(find(&items, "zset_zipped")), "type=zset enc=listpack members=a=1,b=2,c=3");
     assert_eq!(canonical(find(&items, "set_zipped_1")), "type=set enc=intset members=1,2,3,4");

@@ -4,8 +4,8 @@
 //! `XINFO STREAM stream FULL`, FCALL), and its hash with field TTLs refused.
 
 use super::canonical::canonical;
+use super::value_len;
 use crate::rdb::{FileItem, FileReader, Format, Magic, RdbFileError};
-use crate::value::Value;
 
 const TYPES: &[u8] = include_bytes!("files/valkey9-types.rdb");
 const FIELD_TTL: &[u8] = include_bytes!("files/valkey9-hash-field-ttl.rdb");
@@ -18,17 +18,6 @@ fn item<'a>(items: &'a [FileItem], db: u64, key: &str) -> &'a FileItem {
 
 fn text(items: &[FileItem], db: u64, key: &str) -> String {
     canonical(&item(items, db, key).value)
-}
-
-fn len(value: &Value) -> usize {
-    match value {
-        Value::Str(s) => s.with_bytes(|b| b.len()),
-        Value::Hash(h) => h.len(),
-        Value::List(l) => l.len(),
-        Value::Set(s) => s.len(),
-        Value::ZSet(z) => z.len(),
-        Value::Stream(_) => 0,
-    }
 }
 
 #[test]
@@ -77,7 +66,7 @@ fn a_valkey_9_save_reads_as_valkey_loads_it() {
     assert_eq!(text(&items, 2, "z2"), "type=zset enc=listpack members=only=0");
 
     let sizes: Vec<usize> =
-        ["biglist", "bighash", "bigset", "bigzset"].iter().map(|k| len(&item(&items, 0, k).value)).collect();
+        ["biglist", "bighash", "bigset", "bigzset"].iter().map(|k| value_len(&item(&items, 0, k).value)).collect();
     assert_eq!(sizes, [400, 21, 130, 130]);
     let biglist = text(&items, 0, "biglist");
     assert!(biglist.starts_with("type=list enc=quicklist items=element-0001-of-the-big-list,"));
