@@ -3,7 +3,8 @@
 set -euo pipefail
 need=()
 # openssl: test certificates (e2e/lib/certs.py) for the TLS store pod of the Kubernetes step.
-for pkg in redis-server redis-tools openssl; do
+# make: building jemalloc (the `cairn` binary's allocator, tikv-jemalloc-sys runs its configure and make).
+for pkg in redis-server redis-tools openssl make; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -130,7 +130,7 @@ mod tests {
         for i in 0..=LAZYFREE_THRESHOLD {
             set.add(i.to_string().as_bytes());
         }
-        lazy.free_value(Value::Set(Box::new(set)));
+        lazy.free_value(Value::Set(set));
         wait_until(|| lazy.freed() == 1);
         assert_eq!(lazy.pending(), 0);
     }

@@ -38,7 +38,9 @@
 //!   per-command latency histograms (LATENCY HISTOGRAM, INFO latencystats).
 //! - [`maxmemory`]: `-OOM` for `denyoom` commands and eviction above `maxmemory`
 //!   (sampled LRU/LFU/TTL/random, as Redis); [`used_memory`]: the counting
-//!   allocator behind INFO `used_memory` and the limit;
+//!   allocator behind INFO `used_memory` and the limit; [`allocator`]:
+//!   jemalloc underneath it and its figures (INFO `allocator_*`, MEMORY
+//!   PURGE and MALLOC-STATS);
 //!   [`lazyfree`]: big values freed on a background thread (UNLINK, FLUSH ASYNC).
 //! - [`migrate`]: MIGRATE (its network part off the workers) and its cached
 //!   connections to target instances.
@@ -66,6 +68,7 @@
 pub mod acl;
 pub mod admin;
 mod admission;
+pub mod allocator;
 pub mod blocked_stats;
 pub mod blocking;
 pub mod busy_poll;

@@ -1,7 +1,7 @@
 //! Bytes the process has allocated and not yet freed: INFO `used_memory` and
 //! what `maxmemory` is compared with, as Redis's `zmalloc_used_memory`.
 //!
-//! [`CountingAllocator`] wraps the system allocator and keeps a running
+//! [`CountingAllocator`] wraps jemalloc (see [`crate::allocator`]) and keeps a running
 //! total per thread: each of the first [`OWNED_SLOTS`] threads that
 //! allocates gets a counter of its own (a plain load and store, no atomic
 //! read-modify-write, no shared cache line), later threads share one more
@@ -14,7 +14,12 @@
 //! counter stays zero and [`used_memory`] falls back to the resident set
 //! size, which does not shrink when keys are freed.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::alloc::{GlobalAlloc, Layout};
+
+use tikv_jemallocator::Jemalloc;
+
+/// The allocator underneath the counting.
+static INNER: Jemalloc = Jemalloc;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 
@@ -35,7 +40,7 @@ thread_local! {
     static MY_SLOT: Cell<usize> = const { Cell::new(0) };
 }
 
-/// The global allocator of the `cairn` binary: the system allocator, counted.
+/// The global allocator of the `cairn` binary: jemalloc, counted.
 pub struct CountingAllocator;
 
 /// Adds `delta` bytes to the calling thread's counter.
@@ -60,35 +65,59 @@ fn count(delta: i64) {
     }
 }
 
-// SAFETY: every call is forwarded to `System` unchanged; the counting
+/// The bytes jemalloc hands out for `size` bytes at `align`: its size class
+/// (8, 16, then multiples of 16 up to 128, then four classes per doubling:
+/// 160, 192, 224, 256, 320, ...), which is what Redis counts
+/// (`zmalloc_size`). Pure arithmetic, no call into the allocator.
+#[inline]
+pub fn size_class(size: usize, align: usize) -> usize {
+    let size = size.max(1).next_multiple_of(align.max(1));
+    if size <= 8 {
+        return 8;
+    }
+    if size <= 128 {
+        return size.next_multiple_of(16);
+    }
+    // Four classes between 2^g and 2^(g+1): steps of 2^(g-2).
+    let group = usize::BITS - 1 - (size - 1).leading_zeros();
+    let step = 1usize << (group - 2);
+    size.next_multiple_of(step)
+}
+
+#[inline]
+fn class_of(layout: Layout) -> i64 {
+    size_class(layout.size(), layout.align()) as i64
+}
+
+// SAFETY: every call is forwarded to jemalloc unchanged; the counting
 // touches only atomics and a const-initialised thread-local without a
 // destructor, so it neither allocates nor panics.
 unsafe impl GlobalAlloc for CountingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let ptr = unsafe { System.alloc(layout) };
+        let ptr = unsafe { INNER.alloc(layout) };
         if !ptr.is_null() {
-            count(layout.size() as i64);
+            count(class_of(layout));
         }
         ptr
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let ptr = unsafe { System.alloc_zeroed(layout) };
+        let ptr = unsafe { INNER.alloc_zeroed(layout) };
         if !ptr.is_null() {
-            count(layout.size() as i64);
+            count(class_of(layout));
         }
         ptr
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) };
-        count(-(layout.size() as i64));
+        unsafe { INNER.dealloc(ptr, layout) };
+        count(-class_of(layout));
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let new = unsafe { System.realloc(ptr, layout, new_size) };
+        let new = unsafe { INNER.realloc(ptr, layout, new_size) };
         if !new.is_null() {
-            count(new_size as i64 - layout.size() as i64);
+            count(size_class(new_size, layout.align()) as i64 - class_of(layout));
         }
         new
     }
@@ -121,13 +150,36 @@ pub fn is_counted() -> bool {
     allocated_bytes().is_some()
 }
 
-/// Returns free heap memory to the operating system where the allocator can
-/// (glibc's `malloc_trim`), as MEMORY PURGE asks Redis's jemalloc to.
-pub fn release_free_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only walks the allocator's own free lists; it is
-    // thread-safe and has no preconditions.
-    unsafe {
-        libc::malloc_trim(0);
+#[cfg(test)]
+mod tests {
+    use super::size_class;
+
+    /// jemalloc's own answer (`nallocx`) for what `Jemalloc` asks it: an
+    /// alignment flag unless the alignment is at most 16 and the size.
+    fn jemalloc_class(size: usize, align: usize) -> usize {
+        let flags = if align <= 16 && align <= size { 0 } else { align.trailing_zeros() as i32 };
+        // SAFETY: nallocx only computes a size class; it allocates nothing.
+        unsafe { tikv_jemalloc_sys::nallocx(size, flags) }
+    }
+
+    #[test]
+    fn size_classes_are_jemallocs() {
+        let mut size = 1;
+        while size <= 4 << 20 {
+            assert_eq!(size_class(size, 8), jemalloc_class(size, 8), "size {size}");
+            assert_eq!(size_class(size, 16), jemalloc_class(size, 16), "size {size}");
+            size += if size < 4096 { 1 } else { size / 64 + 1 };
+        }
+    }
+
+    #[test]
+    fn aligned_requests_round_to_an_aligned_class() {
+        for size in [1, 24, 48, 100, 200, 1000] {
+            for align in [32, 64] {
+                let class = size_class(size, align);
+                assert_eq!(class, jemalloc_class(size, align), "size {size} align {align}");
+                assert_eq!(class % align, 0, "size {size} align {align}");
+            }
+        }
     }
 }

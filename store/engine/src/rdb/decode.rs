@@ -98,7 +98,7 @@ fn set_of_strings(r: &mut Reader<'_>) -> Result<Value, RdbError> {
             return bad("duplicate set member");
         }
     }
-    Ok(Value::Set(Box::new(set)))
+    Ok(Value::Set(set))
 }
 
 fn set_from_intset(data: &[u8]) -> Result<Value, RdbError> {
@@ -107,7 +107,7 @@ fn set_from_intset(data: &[u8]) -> Result<Value, RdbError> {
     for member in intset::parse(data)? {
         set.add(buf.format(member).as_bytes());
     }
-    Ok(Value::Set(Box::new(set)))
+    Ok(Value::Set(set))
 }
 
 fn set_from(elements: Vec<Element<'_>>) -> Result<Value, RdbError> {
@@ -118,7 +118,7 @@ fn set_from(elements: Vec<Element<'_>>) -> Result<Value, RdbError> {
             return bad("duplicate set member");
         }
     }
-    Ok(Value::Set(Box::new(set)))
+    Ok(Value::Set(set))
 }
 
 /// A sorted set of string members and scores (type 3: text scores, type 5:
@@ -175,7 +175,7 @@ fn hash_of_strings(r: &mut Reader<'_>) -> Result<Value, RdbError> {
             return bad("duplicate hash field");
         }
     }
-    Ok(Value::Hash(Box::new(hash)))
+    Ok(Value::Hash(hash))
 }
 
 fn hash_from(elements: Vec<Element<'_>>) -> Result<Value, RdbError> {
@@ -189,7 +189,7 @@ fn hash_from(elements: Vec<Element<'_>>) -> Result<Value, RdbError> {
             return bad("duplicate hash field");
         }
     }
-    Ok(Value::Hash(Box::new(hash)))
+    Ok(Value::Hash(hash))
 }
 
 fn hash_from_zipmap(data: &[u8]) -> Result<Value, RdbError> {
@@ -199,5 +199,5 @@ fn hash_from_zipmap(data: &[u8]) -> Result<Value, RdbError> {
             return bad("duplicate hash field");
         }
     }
-    Ok(Value::Hash(Box::new(hash)))
+    Ok(Value::Hash(hash))
 }

@@ -64,7 +64,7 @@ fn read_hash<'t>(
 /// The caller must leave it non-empty (it always writes a field).
 fn hash_for_write<'t>(table: &'t mut Table, key: &[u8], now_ms: u64) -> Result<&'t mut Hash, CmdError> {
     if lookup_hash(table, key, now_ms)?.is_none() {
-        table.insert(key, Value::Hash(Box::default()), NO_EXPIRY, now_ms);
+        table.insert(key, Value::Hash(Hash::default()), NO_EXPIRY, now_ms);
     }
     lookup_hash(table, key, now_ms)?.ok_or(CmdError::Static("ERR internal error: hash vanished"))
 }

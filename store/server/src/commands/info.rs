@@ -153,29 +153,66 @@ pub fn human_bytes(n: u64) -> String {
 }
 
 fn memory_section(server: &Server, t: &Totals, out: &mut String) -> &'static str {
-    let rss = crate::used_memory::rss_bytes();
     // Allocated bytes where the counting allocator is installed (the
-    // binary), else the resident set size (see `used_memory`).
-    let used = crate::used_memory::used_memory();
-    let peak = used_memory_peak(used);
+    // binary), else the resident set size (see `used_memory`); the overhead
+    // and allocator figures as MEMORY STATS reports them.
+    let m = super::memory_stats::Breakdown::measure(server);
+    let (used, rss, heap) = (m.total, m.rss, m.heap);
     let maxmemory: u64 = server.runtime.get("maxmemory").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let system = total_system_memory();
     field!(out, "used_memory", used);
     field!(out, "used_memory_human", human_bytes(used));
     field!(out, "used_memory_rss", rss);
     field!(out, "used_memory_rss_human", human_bytes(rss));
-    field!(out, "used_memory_peak", peak);
-    field!(out, "used_memory_peak_human", human_bytes(peak));
+    field!(out, "used_memory_peak", m.peak);
+    field!(out, "used_memory_peak_human", human_bytes(m.peak));
+    field!(out, "used_memory_peak_perc", format!("{:.2}%", m.peak_percentage()));
+    field!(out, "used_memory_overhead", m.overhead());
+    field!(out, "used_memory_startup", m.startup);
+    field!(out, "used_memory_dataset", m.dataset());
+    field!(out, "used_memory_dataset_perc", format!("{:.2}%", m.dataset_percentage()));
+    field!(out, "allocator_allocated", heap.allocated);
+    field!(out, "allocator_active", heap.active);
+    field!(out, "allocator_resident", heap.resident);
+    field!(out, "total_system_memory", system);
+    field!(out, "total_system_memory_human", human_bytes(system));
+    scripting_memory(server, out);
     field!(out, "maxmemory", maxmemory);
     field!(out, "maxmemory_human", human_bytes(maxmemory));
     field!(out, "maxmemory_policy", server.runtime.get("maxmemory-policy").unwrap_or_default());
+    let ratio = super::memory_stats::ratio;
+    let minus = |a: u64, b: u64| a as i64 - b as i64;
+    field!(out, "allocator_frag_ratio", format!("{:.2}", ratio(heap.active, heap.allocated)));
+    field!(out, "allocator_frag_bytes", heap.active.saturating_sub(heap.allocated));
+    field!(out, "allocator_rss_ratio", format!("{:.2}", ratio(heap.resident, heap.active)));
+    field!(out, "allocator_rss_bytes", minus(heap.resident, heap.active));
+    field!(out, "rss_overhead_ratio", format!("{:.2}", ratio(rss, heap.resident)));
+    field!(out, "rss_overhead_bytes", minus(rss, heap.resident));
+    field!(out, "mem_fragmentation_ratio", format!("{:.2}", ratio(rss, used)));
+    field!(out, "mem_fragmentation_bytes", minus(rss, used));
     let not_counted = server.persistence.wal().map_or(0, |wal| wal.buffer_bytes());
     field!(out, "mem_not_counted_for_evict", not_counted);
-    field!(out, "mem_fragmentation_ratio", format!("{:.2}", rss as f64 / used.max(1) as f64));
-    field!(out, "mem_allocator", "libc");
+    field!(out, "mem_replication_backlog", 0);
+    field!(out, "mem_total_replication_buffers", 0);
+    field!(out, "mem_clients_slaves", 0);
+    field!(out, "mem_clients_normal", m.clients);
+    field!(out, "mem_cluster_links", 0);
+    field!(out, "mem_aof_buffer", m.aof_buffer);
+    field!(out, "mem_allocator", crate::allocator::name());
+    field!(out, "active_defrag_running", 0);
     field!(out, "lazyfree_pending_objects", server.lazyfree.pending());
     field!(out, "lazyfreed_objects", t.lazyfreed_objects);
-    scripting_memory(server, out);
     "Memory"
+}
+
+/// Physical memory of the machine (`/proc/meminfo` MemTotal), 0 if unknown.
+fn total_system_memory() -> u64 {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    meminfo
+        .lines()
+        .find_map(|line| line.strip_prefix("MemTotal:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kib| kib * 1024)
 }
 
 /// Redis 7.0's scripting fields of the Memory section. One interpreter per

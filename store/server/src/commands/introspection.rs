@@ -366,11 +366,15 @@ pub fn memory(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     } else if is(sub, "stats") && args.len() == 2 {
         return super::memory_stats::stats(ctx);
     } else if is(sub, "purge") && args.len() == 2 {
-        crate::used_memory::release_free_memory();
+        crate::allocator::purge();
         ctx.out.ok();
     } else if is(sub, "malloc-stats") && args.len() == 2 {
-        // What Redis answers when built without jemalloc, as Cairn is.
-        ctx.out.verbatim("txt", b"Stats not supported for the current allocator");
+        match crate::allocator::report() {
+            Some(report) => ctx.out.verbatim("txt", report.as_bytes()),
+            // What Redis answers when built without jemalloc (a server
+            // started in-process runs on its program's allocator).
+            None => ctx.out.verbatim("txt", b"Stats not supported for the current allocator"),
+        }
     } else if is(sub, "help") && args.len() == 2 {
         super::server_admin::write_help(
             ctx,

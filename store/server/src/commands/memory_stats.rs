@@ -13,9 +13,13 @@
 //! - `db.N`: each database's hash table and expiry index
 //!   ([`cairn_engine::Keyspace::db_overhead`]); Cairn has no cluster slots,
 //!   so `overhead.hashtable.slot-to-keys` is 0.
-//! - Cairn runs on the C library's allocator, so the `allocator.*` figures
-//!   are derived as Redis derives them without jemalloc: resident = RSS minus
-//!   Lua's memory, active = resident, allocated = `used_memory`.
+//! - `allocator.*`: jemalloc's own figures (allocated, active, resident; see
+//!   [`crate::allocator`]). A server started in-process runs on its
+//!   program's allocator; there they are derived as Redis derives them
+//!   without jemalloc: resident = RSS minus Lua's memory, active = resident,
+//!   allocated = `used_memory`.
+//!
+//! INFO's Memory section reads the same [`Breakdown`].
 //!
 //! As in Redis, `dataset.bytes` is what remains of `total.allocated` after
 //! the overhead, and the percentages are of the memory used since startup.
@@ -27,25 +31,48 @@ use cairn_protocol::ReplyWriter;
 use crate::commands::{CmdResult, Ctx};
 use crate::server::Server;
 
-/// The figures one `MEMORY STATS` reply is made of.
-struct Breakdown {
-    peak: u64,
-    total: u64,
-    startup: u64,
-    clients: u64,
-    aof_buffer: u64,
-    lua_caches: u64,
-    functions_caches: u64,
+/// The figures one `MEMORY STATS` reply (and INFO's Memory section) is
+/// made of: Redis's `getMemoryOverheadData`.
+pub(crate) struct Breakdown {
+    pub peak: u64,
+    pub total: u64,
+    pub startup: u64,
+    pub clients: u64,
+    pub aof_buffer: u64,
+    pub lua_caches: u64,
+    pub functions_caches: u64,
     /// `(db, main table, expiry index)` for each database holding keys.
-    dbs: Vec<(usize, u64, u64)>,
-    keys: u64,
-    rss: u64,
-    lua_vm: u64,
+    pub dbs: Vec<(usize, u64, u64)>,
+    pub keys: u64,
+    pub rss: u64,
+    pub heap: Heap,
+}
+
+/// The allocator's figures: jemalloc's, or derived from the RSS.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Heap {
+    pub allocated: u64,
+    pub active: u64,
+    pub resident: u64,
+}
+
+impl Heap {
+    fn measure(total: u64, rss: u64, lua_vm: u64) -> Heap {
+        match crate::allocator::heap_stats() {
+            Some(h) => Heap { allocated: h.allocated, active: h.active, resident: h.resident },
+            None => {
+                let resident = rss.saturating_sub(lua_vm).max(1);
+                Heap { allocated: total, active: resident, resident }
+            }
+        }
+    }
 }
 
 impl Breakdown {
-    fn measure(server: &Server) -> Breakdown {
+    pub fn measure(server: &Server) -> Breakdown {
         let total = crate::used_memory::used_memory();
+        let rss = crate::used_memory::rss_bytes();
+        let lua_vm = server.scripting.lua_memory.bytes() as u64;
         let mut dbs = Vec::new();
         let mut keys = 0u64;
         for db in 0..server.keyspace.num_dbs() {
@@ -67,20 +94,38 @@ impl Breakdown {
             functions_caches: server.scripting.libraries.read().code_bytes() as u64,
             dbs,
             keys,
-            rss: crate::used_memory::rss_bytes(),
-            lua_vm: server.scripting.lua_memory.bytes() as u64,
+            rss,
+            heap: Heap::measure(total, rss, lua_vm),
         }
     }
 
-    fn overhead(&self) -> u64 {
+    pub fn overhead(&self) -> u64 {
         let tables: u64 = self.dbs.iter().map(|(_, main, expires)| main + expires).sum();
         self.startup + self.clients + self.aof_buffer + self.lua_caches + self.functions_caches + tables
     }
 
     /// Memory used since startup (at least 1, as Redis divides by it).
-    fn net_usage(&self) -> u64 {
+    pub fn net_usage(&self) -> u64 {
         self.total.saturating_sub(self.startup).max(1)
     }
+
+    /// What remains of the allocated total after the overhead.
+    pub fn dataset(&self) -> u64 {
+        self.total.saturating_sub(self.overhead())
+    }
+
+    pub fn dataset_percentage(&self) -> f64 {
+        self.dataset() as f64 * 100.0 / self.net_usage() as f64
+    }
+
+    pub fn peak_percentage(&self) -> f64 {
+        self.total as f64 * 100.0 / self.peak.max(1) as f64
+    }
+}
+
+/// `a / b`, with `b` at least 1 (Redis's ratios).
+pub(crate) fn ratio(a: u64, b: u64) -> f64 {
+    a as f64 / b.max(1) as f64
 }
 
 fn int(out: &mut ReplyWriter<'_>, name: &str, value: u64) {
@@ -93,16 +138,12 @@ fn double(out: &mut ReplyWriter<'_>, name: &str, value: f64) {
     out.double(value);
 }
 
-fn ratio(a: u64, b: u64) -> f64 {
-    a as f64 / b.max(1) as f64
-}
-
 /// MEMORY STATS.
 pub fn stats(ctx: &mut Ctx<'_>) -> CmdResult {
     let m = Breakdown::measure(ctx.server);
     let overhead = m.overhead();
-    let dataset = m.total.saturating_sub(overhead);
-    let resident = m.rss.saturating_sub(m.lua_vm).max(1);
+    let dataset = m.dataset();
+    let heap = m.heap;
     let out = &mut ctx.out;
     out.map(27 + m.dbs.len());
     int(out, "peak.allocated", m.peak);
@@ -126,17 +167,17 @@ pub fn stats(ctx: &mut Ctx<'_>) -> CmdResult {
     int(out, "keys.count", m.keys);
     int(out, "keys.bytes-per-key", m.net_usage().checked_div(m.keys).unwrap_or(0));
     int(out, "dataset.bytes", dataset);
-    double(out, "dataset.percentage", dataset as f64 * 100.0 / m.net_usage() as f64);
-    double(out, "peak.percentage", m.total as f64 * 100.0 / m.peak.max(1) as f64);
-    int(out, "allocator.allocated", m.total);
-    int(out, "allocator.active", resident);
-    int(out, "allocator.resident", resident);
-    double(out, "allocator-fragmentation.ratio", ratio(resident, m.total));
-    int(out, "allocator-fragmentation.bytes", resident.saturating_sub(m.total));
-    double(out, "allocator-rss.ratio", 1.0);
-    int(out, "allocator-rss.bytes", 0);
-    double(out, "rss-overhead.ratio", ratio(m.rss, resident));
-    int(out, "rss-overhead.bytes", m.rss.saturating_sub(resident));
+    double(out, "dataset.percentage", m.dataset_percentage());
+    double(out, "peak.percentage", m.peak_percentage());
+    int(out, "allocator.allocated", heap.allocated);
+    int(out, "allocator.active", heap.active);
+    int(out, "allocator.resident", heap.resident);
+    double(out, "allocator-fragmentation.ratio", ratio(heap.active, heap.allocated));
+    int(out, "allocator-fragmentation.bytes", heap.active.saturating_sub(heap.allocated));
+    double(out, "allocator-rss.ratio", ratio(heap.resident, heap.active));
+    int(out, "allocator-rss.bytes", heap.resident.saturating_sub(heap.active));
+    double(out, "rss-overhead.ratio", ratio(m.rss, heap.resident));
+    int(out, "rss-overhead.bytes", m.rss.saturating_sub(heap.resident));
     double(out, "fragmentation", ratio(m.rss, m.total));
     int(out, "fragmentation.bytes", m.rss.saturating_sub(m.total));
     Ok(())

@@ -88,7 +88,7 @@ pub fn sadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let mut shard = ctx.server.keyspace.lock_key(args[1]);
     let table = shard.db(db);
     if lookup_set(table, args[1], ctx.now_ms)?.is_none() {
-        table.insert(args[1], Value::Set(Box::new(Set::for_first(args[2]))), NO_EXPIRY, ctx.now_ms);
+        table.insert(args[1], Value::Set(Set::for_first(args[2])), NO_EXPIRY, ctx.now_ms);
     }
     let set = lookup_set(table, args[1], ctx.now_ms)?.ok_or(CmdError::Static("ERR internal error: set vanished"))?;
     let added = args[2..].iter().filter(|m| set.add(m)).count();
@@ -299,7 +299,7 @@ pub fn smove(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     }
     let dst_table = guard.table(db, dst);
     if !dst_exists {
-        dst_table.insert(dst, Value::Set(Box::new(Set::for_first(member))), NO_EXPIRY, now);
+        dst_table.insert(dst, Value::Set(Set::for_first(member)), NO_EXPIRY, now);
     }
     if lookup_set(dst_table, dst, now)?.is_some_and(|dst_set| dst_set.add(member)) {
         ctx.notify(ev::SET, "sadd", dst);

@@ -14,6 +14,7 @@ mod common;
 
 mod acl;
 mod admin;
+mod allocator;
 mod background_priority;
 mod blocked_stats;
 mod client_buffers;

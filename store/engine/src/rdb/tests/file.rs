@@ -42,10 +42,10 @@ fn sample_values() -> Vec<(&'static str, Value)> {
         ("int", Value::from_bytes(b"-42")),
         ("long", Value::from_bytes(&vec![b'x'; 5000])),
         ("list", Value::List(Box::new(list))),
-        ("set", Value::Set(Box::new(set))),
-        ("ints", Value::Set(Box::new(ints))),
+        ("set", Value::Set(set)),
+        ("ints", Value::Set(ints)),
         ("zset", Value::ZSet(Box::new(zset))),
-        ("hash", Value::Hash(Box::new(hash))),
+        ("hash", Value::Hash(hash)),
         ("stream", Value::Stream(Box::new(stream))),
     ]
 }

@@ -43,12 +43,12 @@ fn sets_intset_and_hashtable() {
         ints.add(v.to_string().as_bytes());
     });
     assert_eq!(ints.encoding(), "intset");
-    round_trip(Value::Set(Box::new(ints)));
+    round_trip(Value::Set(ints));
     let mut strings = Set::new();
     (0..1000).for_each(|i| {
         strings.add(format!("member{i}").as_bytes());
     });
-    round_trip(Value::Set(Box::new(strings)));
+    round_trip(Value::Set(strings));
 }
 
 #[test]
@@ -82,12 +82,12 @@ fn hashes_listpack_and_hashtable() {
     small.set(b"f", b"1");
     small.set(b"g", b"text");
     assert!(small.is_listpack());
-    round_trip(Value::Hash(Box::new(small)));
+    round_trip(Value::Hash(small));
     let mut big = Hash::new();
     (0..300).for_each(|i| {
         big.set(format!("f{i}").as_bytes(), format!("v{i}").as_bytes());
     });
-    round_trip(Value::Hash(Box::new(big)));
+    round_trip(Value::Hash(big));
 }
 
 #[test]

@@ -33,7 +33,7 @@ fn load<'g>(
         .map(|key| match guard.table_ref(db, key).peek(key, now_ms) {
             None => Ok(None),
             Some(entry) => match &entry.value {
-                Value::Set(set) => Ok(Some(&**set)),
+                Value::Set(set) => Ok(Some(set)),
                 _ => Err(CmdError::WrongType),
             },
         })
@@ -124,7 +124,7 @@ fn store(ctx: &mut Ctx<'_>, guard: &mut MultiGuard<'_>, dst: &[u8], result: Set,
             ctx.notify(ev::GENERIC, "del", dst);
         }
     } else {
-        table.insert(dst, Value::Set(Box::new(result)), NO_EXPIRY, ctx.now_ms);
+        table.insert(dst, Value::Set(result), NO_EXPIRY, ctx.now_ms);
         ctx.notify(ev::SET, event, dst);
     }
     ctx.out.int(len as i64);
