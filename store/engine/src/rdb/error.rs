@@ -1,6 +1,7 @@
 //! Why a DUMP payload was refused. RESTORE turns these into Redis's two
 //! replies: `DUMP payload version or checksum are wrong` for the framing,
-//! `Bad data format` for everything inside it.
+//! `Bad data format` for everything inside it (followed by what it is when
+//! the payload holds a type Cairn does not support).
 
 use thiserror::Error;
 
@@ -15,6 +16,10 @@ pub enum RdbError {
     /// is for tests and logs; the client sees `Bad data format`).
     #[error("Bad data format ({0})")]
     BadData(&'static str),
+    /// A type the payload's RDB version defines but Cairn cannot hold (a
+    /// hash with field TTLs): the whole reply text, naming it.
+    #[error("{0}")]
+    Unsupported(&'static str),
 }
 
 impl RdbError {
@@ -23,6 +28,7 @@ impl RdbError {
         match self {
             RdbError::Framing => "DUMP payload version or checksum are wrong",
             RdbError::BadData(_) => "Bad data format",
+            RdbError::Unsupported(reply) => reply,
         }
     }
 }

@@ -176,6 +176,7 @@ impl<R: Read> FileReader<R> {
                 let reason = match e {
                     RdbError::BadData(reason) => reason,
                     RdbError::Framing => "bad framing",
+                    RdbError::Unsupported(reason) => reason,
                 };
                 let key = String::from_utf8_lossy(&key).into_owned();
                 Err(RdbFileError::BadValue { offset: at, db: self.db, key, reason })
@@ -223,7 +224,7 @@ impl<R: Read> FileReader<R> {
         let raw = copier.out;
         Reader::new(&raw).string().map_err(|e| match e {
             RdbError::BadData(reason) => self.bad(at, reason),
-            RdbError::Framing => self.bad(at, "bad string"),
+            RdbError::Framing | RdbError::Unsupported(_) => self.bad(at, "bad string"),
         })
     }
 }

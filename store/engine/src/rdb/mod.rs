@@ -6,7 +6,8 @@
 //! # Layout
 //!
 //! - [`payload`]: the framing (`value + RDB version (2 bytes LE) + CRC-64
-//!   (8 bytes LE)`), [`crc64`] the checksum.
+//!   (8 bytes LE)`), [`crc64`] the checksum; [`unsupported`] names the types
+//!   a payload's version defines that Cairn refuses (field-TTL hashes).
 //! - [`reader`] / [`writer`]: RDB lengths, strings (integer and LZF
 //!   encodings, [`lzf`]), doubles in binary and text form, millisecond times.
 //! - the compact encodings: [`listpack`] (read and write), [`ziplist`],
@@ -50,6 +51,7 @@ mod reader;
 mod score;
 mod stream;
 mod types;
+mod unsupported;
 mod writer;
 mod ziplist;
 mod zipmap;
@@ -75,5 +77,9 @@ pub fn dump_payload(value: &Value) -> Vec<u8> {
 /// The value a DUMP payload holds. `skip_checksum` skips the CRC-64 check
 /// (Redis's `DEBUG SET-SKIP-CHECKSUM-VALIDATION 1`), not the version check.
 pub fn restore_payload(payload: &[u8], skip_checksum: bool) -> Result<Value, RdbError> {
-    decode::decode_value(payload::open(payload, skip_checksum)?)
+    let body = payload::open(payload, skip_checksum)?;
+    if let Some(reply) = payload::version(payload).and_then(|version| unsupported::refusal(version, body)) {
+        return Err(RdbError::Unsupported(reply));
+    }
+    decode::decode_value(body)
 }

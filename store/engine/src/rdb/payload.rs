@@ -25,6 +25,12 @@ pub fn seal(mut body: Vec<u8>) -> Vec<u8> {
     body
 }
 
+/// The RDB version a payload's footer declares (None: too short to have one).
+pub fn version(payload: &[u8]) -> Option<u16> {
+    let at = payload.len().checked_sub(FOOTER_LEN)?;
+    Some(u16::from_le_bytes([payload[at], payload[at + 1]]))
+}
+
 /// The body of a payload whose version is one we read and whose CRC-64
 /// matches (unless `skip_checksum`, Redis's `DEBUG
 /// SET-SKIP-CHECKSUM-VALIDATION`).
@@ -68,6 +74,13 @@ mod tests {
         let crc = crc64(0, &between);
         between.extend_from_slice(&crc.to_le_bytes());
         assert_eq!(open(&between, false), Err(RdbError::Framing));
+    }
+
+    #[test]
+    fn reads_the_footer_version() {
+        assert_eq!(version(&seal(b"\x00\xc0\x01".to_vec())), Some(WRITTEN_VERSION));
+        assert_eq!(version(b"\x00\x05hello\x50\x00\xac\x58\x16\xe7\xfb\x66\x47\xfe"), Some(VALKEY_VERSION));
+        assert_eq!(version(&[0; 9]), None);
     }
 
     #[test]

@@ -2,6 +2,10 @@
 //! codec: the value in RDB encoding, RDB version 10, CRC-64), so keys move
 //! between Cairn and Redis in both directions (redis-shake, RIOT, MIGRATE).
 //!
+//! RESTORE reads the payloads of Redis up to 7.4 and of Valkey up to 9.1
+//! (RDB version 80), refusing by name the types Cairn cannot hold (hashes
+//! with field TTLs) before anything is written.
+//!
 //! RESTORE also accepts payloads DUMPed by earlier Cairn builds
 //! ([`legacy`]), replaying their rebuild commands. A RESTORE is logged as
 //! sent and replays by decoding the same payload again (a payload restored
@@ -53,6 +57,8 @@ fn rdb_error(e: RdbError) -> CmdError {
     match e {
         RdbError::Framing => BAD_PAYLOAD,
         RdbError::BadData(_) => BAD_DATA,
+        // A hash with field TTLs (Valkey 9, Redis 7.4): named, not just bad.
+        RdbError::Unsupported(reply) => CmdError::Message(format!("ERR {reply}")),
     }
 }
 

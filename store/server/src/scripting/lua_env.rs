@@ -1,8 +1,9 @@
 //! The Lua 5.1 interpreter scripts run in: one per thread that runs scripts,
 //! sandboxed as Redis's (no `os`, `io`, `loadfile`, `dofile`, `print`,
 //! `setfenv`, `getfenv`, `newproxy`, `debug`; globals read-only), with the
-//! `redis` library of `prelude.lua`, the `bit`, `cjson`, `cmsgpack` and
-//! `struct` libraries, and compiled scripts kept by SHA1.
+//! `redis` library of `prelude.lua` (also named `server`, as in Valkey), the
+//! `bit`, `cjson`, `cmsgpack` and `struct` libraries, and compiled scripts
+//! kept by SHA1.
 
 use std::cell::RefCell;
 use std::collections::HashMap;

@@ -109,6 +109,9 @@ end
 
 
 rawset(_G, 'redis', setmetatable({}, {__index = redis, __newindex = readonly, __metatable = false}))
+-- Valkey 8+ names the same library `server`: one object under both names,
+-- protected as `redis` is (see docs/scripting.md, "Valkey scripts").
+rawset(_G, 'server', rawget(_G, 'redis'))
 
 -- Lua 5.1's unpack computes its result count in a C int: a range near the
 -- int limits overflows it (and crashes). Redis patched that check; so does

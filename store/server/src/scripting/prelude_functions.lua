@@ -8,8 +8,8 @@ local error, type, tostring, select = error, type, tostring, select
 -- Functions (FUNCTION LOAD, FCALL): every library's code runs in `fenv`, an
 -- empty read-only table whose lookups go, while a library loads, to the
 -- load-time API (only `redis.register_function`, `redis.log` and the
--- constants) and otherwise to the globals scripts see (as Redis switches
--- the `__index` of its function globals).
+-- constants, also named `server` as in Valkey) and otherwise to the globals
+-- scripts see (as Redis switches the `__index` of its function globals).
 local loading = nil -- {functions = {}, count = n} while a library loads
 local script_flags = {['no-writes'] = 1, ['allow-oom'] = 2, ['allow-stale'] = 4, ['no-cluster'] = 8,
                       ['allow-cross-slot-keys'] = 16}
@@ -125,6 +125,8 @@ local load_api = {
     __metatable = false,
   }),
 }
+-- Valkey 8+ libraries call `server.register_function`: the same table.
+load_api.server = load_api.redis
 
 local fenv = setmetatable({}, {
   __index = function(_, name)

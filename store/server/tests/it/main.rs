@@ -58,6 +58,7 @@ mod streams;
 mod tier_switch;
 mod tls;
 mod tracking;
+mod valkey_compat;
 mod valkey_rdb;
 mod wait;
 mod zsets;
