@@ -68,7 +68,7 @@ impl Breakdown {
             dbs,
             keys,
             rss: crate::used_memory::rss_bytes(),
-            lua_vm: server.scripting.lua_memory.bytes() as u64,
+            lua_vm: (server.scripting.lua_memory.bytes() + server.scripting.functions_memory.bytes()) as u64,
         }
     }
 
