@@ -207,8 +207,9 @@ async fn accept_on(listener: Option<&TcpListener>) -> std::io::Result<(tokio::ne
     }
 }
 
-/// Periodic work: releasing this thread's stale Lua interpreter (see
-/// crate::scripting::stale), active expiry of this worker's shards, and
+/// Periodic work: releasing this thread's stale Lua interpreters (see
+/// crate::scripting::stale) and the garbage of the scripts they ran since
+/// their last collection step, active expiry of this worker's shards, and
 /// (worker 0) the ops/s sampler.
 async fn housekeeping(server: Arc<Server>, index: usize) {
     let workers = server.workers.len();
@@ -220,6 +221,7 @@ async fn housekeeping(server: Arc<Server>, index: usize) {
             _ = tick.tick() => {}
         }
         crate::scripting::stale::release(crate::scripting::stale::Generations::of(&server.scripting));
+        crate::scripting::lua_env::collect_after_scripts();
         if server.persistence.is_loading() {
             continue;
         }

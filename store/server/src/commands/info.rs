@@ -215,11 +215,13 @@ fn total_system_memory() -> u64 {
         .map_or(0, |kib| kib * 1024)
 }
 
-/// Redis 7.0's scripting fields of the Memory section. One interpreter per
-/// thread serves both EVAL and functions, so its memory counts as EVAL's
-/// (`used_memory_vm_functions` 0); `used_memory_functions` is the libraries' code.
+/// Redis 7.0's scripting fields of the Memory section: `used_memory_lua`
+/// (`used_memory_vm_eval`) sums the EVAL interpreters (one per thread that ran
+/// EVAL), `used_memory_vm_functions` the functions interpreters, as Redis
+/// keeps one VM for each; `used_memory_functions` is the libraries' code.
 fn scripting_memory(server: &Server, out: &mut String) {
     let lua = server.scripting.lua_memory.bytes();
+    let functions_vm = server.scripting.functions_memory.bytes();
     let (functions, libraries, library_bytes) = {
         let registry = server.scripting.libraries.read();
         let bytes = registry.code_bytes();
@@ -233,9 +235,9 @@ fn scripting_memory(server: &Server, out: &mut String) {
     field!(out, "number_of_cached_scripts", server.scripting.cache.len());
     field!(out, "number_of_functions", functions);
     field!(out, "number_of_libraries", libraries);
-    field!(out, "used_memory_vm_functions", 0);
-    field!(out, "used_memory_vm_total", lua);
-    field!(out, "used_memory_vm_total_human", human_bytes(lua as u64));
+    field!(out, "used_memory_vm_functions", functions_vm);
+    field!(out, "used_memory_vm_total", lua + functions_vm);
+    field!(out, "used_memory_vm_total_human", human_bytes((lua + functions_vm) as u64));
     field!(out, "used_memory_functions", library_bytes);
     field!(out, "used_memory_scripts", scripts);
     field!(out, "used_memory_scripts_human", human_bytes(scripts as u64));

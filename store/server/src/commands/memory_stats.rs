@@ -72,7 +72,8 @@ impl Breakdown {
     pub fn measure(server: &Server) -> Breakdown {
         let total = crate::used_memory::used_memory();
         let rss = crate::used_memory::rss_bytes();
-        let lua_vm = server.scripting.lua_memory.bytes() as u64;
+        // Both kinds of interpreter (EVAL's and the functions').
+        let lua_vm = (server.scripting.lua_memory.bytes() + server.scripting.functions_memory.bytes()) as u64;
         let mut dbs = Vec::new();
         let mut keys = 0u64;
         for db in 0..server.keyspace.num_dbs() {

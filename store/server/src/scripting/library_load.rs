@@ -1,5 +1,5 @@
 //! Loading a library's code (FUNCTION LOAD, FUNCTION RESTORE, replay): its
-//! shebang read, its code run once in this thread's interpreter in load
+//! shebang read, its code run once in this thread's functions interpreter in load
 //! mode, and the functions it registered collected into a [`Library`].
 
 use std::collections::BTreeMap;
@@ -8,7 +8,7 @@ use std::time::Duration;
 use mlua::{Table, Value};
 
 use super::library::{metadata, FunctionInfo, Libraries, Library};
-use super::lua_env::with_env;
+use super::lua_env::{with_env, Engine};
 use super::Scripting;
 
 /// How long a library's load may run for a client (Redis's LOAD_TIMEOUT_MS);
@@ -21,14 +21,14 @@ pub fn load(scripting: &Scripting, code: &[u8], timeout: Option<Duration>) -> Re
     let libraries: &Libraries = &scripting.libraries;
     let library = Library { id: libraries.next_id(), name: meta.name, code: code.to_vec(), functions: BTreeMap::new() };
     let generation = scripting.cache.generation();
-    let functions = with_env(generation, |env| {
+    let functions = with_env(Engine::Functions, generation, |env| {
         let table = env.load_library(library.body(), timeout)?;
         let functions = collect(&table).map_err(|e| format!("ERR {e}"));
         let _ = env.lua.gc_collect();
         functions
     })
     .map_err(|e| format!("ERR {e}"))??;
-    super::lua_env::report_memory(&scripting.lua_memory);
+    super::lua_env::report_memory(Engine::Functions, &scripting.functions_memory);
     Ok(Library { functions, ..library })
 }
 

@@ -1,12 +1,15 @@
-//! The Lua 5.1 interpreter scripts run in: one per thread that runs scripts,
-//! sandboxed as Redis's (no `os`, `io`, `loadfile`, `dofile`, `print`,
-//! `setfenv`, `getfenv`, `newproxy`, `debug`; globals read-only), with the
-//! `redis` library of `prelude.lua` (also named `server`, as in Valkey), the
-//! `bit`, `cjson`, `cmsgpack` and `struct` libraries, and compiled scripts
-//! kept by SHA1.
+//! The Lua 5.1 interpreters scripts run in: per thread that runs scripts,
+//! one for EVAL and one for functions (FUNCTION LOAD, FCALL), as Redis 7.0
+//! runs them in two Lua VMs (`used_memory_vm_eval`, alias `used_memory_lua`,
+//! and `used_memory_vm_functions`); each sandboxed as Redis's (no `os`,
+//! `io`, `loadfile`, `dofile`, `print`, `setfenv`, `getfenv`, `newproxy`,
+//! `debug`; globals read-only), with the `redis` library of `prelude.lua`
+//! (also named `server`, as in Valkey), the `bit`, `cjson`, `cmsgpack` and
+//! `struct` libraries, and compiled scripts kept by SHA1.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::thread::LocalKey;
 
 use std::time::{Duration, Instant};
 
@@ -55,20 +58,41 @@ pub struct LuaEnv {
     holds_libraries: bool,
     /// The script cache generation these functions belong to (SCRIPT FLUSH).
     generation: u64,
-    /// What this interpreter added to a server's `used_memory_lua`.
+    /// What this interpreter added to a server's figure for its engine.
     reported: Option<Reported>,
     /// Scripts since the collector's last step.
     pub gc_pace: super::lua_gc::Pace,
 }
 
 thread_local! {
-    static ENV: RefCell<Option<LuaEnv>> = const { RefCell::new(None) };
+    static EVAL_ENV: RefCell<Option<LuaEnv>> = const { RefCell::new(None) };
+    static FUNCTIONS_ENV: RefCell<Option<LuaEnv>> = const { RefCell::new(None) };
 }
 
-/// Runs `f` with this thread's interpreter, creating it (again after
-/// SCRIPT FLUSH) as needed.
-pub fn with_env<R>(generation: u64, f: impl FnOnce(&mut LuaEnv) -> R) -> mlua::Result<R> {
-    ENV.with(|cell| {
+/// Which of a thread's two interpreters: EVAL's (EVAL, EVALSHA and their
+/// `_RO` forms) or the functions' (FUNCTION LOAD, FCALL), as Redis 7.0 keeps
+/// one Lua VM for each. Both reset on SCRIPT FLUSH, as one interpreter did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    Eval,
+    Functions,
+}
+
+impl Engine {
+    pub const BOTH: [Engine; 2] = [Engine::Eval, Engine::Functions];
+
+    fn slot(self) -> &'static LocalKey<RefCell<Option<LuaEnv>>> {
+        match self {
+            Engine::Eval => &EVAL_ENV,
+            Engine::Functions => &FUNCTIONS_ENV,
+        }
+    }
+}
+
+/// Runs `f` with this thread's interpreter of `engine`, creating it (again
+/// after SCRIPT FLUSH) as needed.
+pub fn with_env<R>(engine: Engine, generation: u64, f: impl FnOnce(&mut LuaEnv) -> R) -> mlua::Result<R> {
+    engine.slot().with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.as_ref().is_some_and(|env| env.generation != generation) {
             // SCRIPT FLUSH resets the interpreter, as Redis recreates its
@@ -84,32 +108,58 @@ pub fn with_env<R>(generation: u64, f: impl FnOnce(&mut LuaEnv) -> R) -> mlua::R
     })
 }
 
-/// Drops this thread's interpreter if SCRIPT FLUSH made it stale (its share
-/// of `used_memory_lua` goes with it), or else the libraries it loaded if the
-/// registry changed since (see [`super::stale`]). Does nothing while the
-/// interpreter is in use.
+/// Drops this thread's interpreters SCRIPT FLUSH made stale (their share
+/// of the server's figures goes with them), or else the libraries one loaded
+/// if the registry changed since (see [`super::stale`]). Skips an
+/// interpreter in use.
 pub fn release_stale(current: super::stale::Generations) {
-    ENV.with(|cell| {
-        let Ok(mut slot) = cell.try_borrow_mut() else { return };
-        match slot.as_mut() {
-            Some(env) if env.generation != current.scripts => *slot = None,
-            Some(env) if env.holds_libraries && env.libraries_generation != current.libraries => {
-                env.release_libraries(current.libraries);
+    for engine in Engine::BOTH {
+        engine.slot().with(|cell| {
+            let Ok(mut slot) = cell.try_borrow_mut() else { return };
+            match slot.as_mut() {
+                Some(env) if env.generation != current.scripts => *slot = None,
+                Some(env) if env.holds_libraries && env.libraries_generation != current.libraries => {
+                    env.release_libraries(current.libraries);
+                }
+                _ => {}
             }
-            _ => {}
-        }
-    });
+        });
+    }
+}
+
+/// Steps the collector of this thread's interpreters that ran scripts since
+/// their last step, and reports their new sizes. Redis's one VM reaches its
+/// next step (every 50th script, [`super::lua_gc`]) as long as scripts run;
+/// an interpreter here stops receiving them when its scripts move (the
+/// script thread's, once they prove short and run on the worker), and would
+/// otherwise keep the garbage of its last scripts for good. Called when the
+/// thread is idle or on its housekeeping tick; skips an interpreter in use.
+pub fn collect_after_scripts() {
+    for engine in Engine::BOTH {
+        engine.slot().with(|cell| {
+            let Ok(mut slot) = cell.try_borrow_mut() else { return };
+            if let Some(env) = slot.as_mut() {
+                if env.gc_pace.step_pending(&env.lua) {
+                    if let Some(reported) = env.reported.as_mut() {
+                        reported.set(env.lua.used_memory());
+                    }
+                }
+            }
+        });
+    }
 }
 
 /// Whether this thread has an interpreter (tests).
 pub fn has_env() -> bool {
-    ENV.with(|cell| cell.try_borrow().map(|slot| slot.is_some()).unwrap_or(true))
+    Engine::BOTH
+        .iter()
+        .any(|engine| engine.slot().with(|cell| cell.try_borrow().map(|slot| slot.is_some()).unwrap_or(true)))
 }
 
-/// Reports the bytes this thread's interpreter uses into `total` (the
-/// server's `used_memory_lua`), if the thread has one.
-pub fn report_memory(total: &LuaMemory) {
-    ENV.with(|cell| {
+/// Reports the bytes this thread's interpreter of `engine` uses into `total`
+/// (the server's figure for that engine), if the thread has one.
+pub fn report_memory(engine: Engine, total: &LuaMemory) {
+    engine.slot().with(|cell| {
         if let Some(env) = cell.borrow_mut().as_mut() {
             let bytes = env.lua.used_memory();
             Reported::update(&mut env.reported, total, bytes);

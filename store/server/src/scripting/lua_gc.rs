@@ -25,6 +25,17 @@ impl Pace {
             let _ = lua.gc_step_kbytes(PERIOD as i32);
         }
     }
+
+    /// Takes the step now if scripts ran since the last one (see
+    /// `lua_env::collect_after_scripts`); whether it did.
+    pub fn step_pending(&mut self, lua: &mlua::Lua) -> bool {
+        if self.scripts == 0 {
+            return false;
+        }
+        self.scripts = 0;
+        let _ = lua.gc_step_kbytes(PERIOD as i32);
+        true
+    }
 }
 
 #[cfg(test)]
@@ -49,5 +60,21 @@ mod tests {
         assert_eq!(lua.used_memory(), before, "no step before the period");
         pace.script_ran(&lua);
         assert!(lua.used_memory() < before, "{} < {before}", lua.used_memory());
+    }
+
+    #[test]
+    fn a_pending_step_is_taken_once_and_only_after_scripts() {
+        let lua = mlua::Lua::new();
+        let mut pace = Pace::default();
+        lua.gc_stop();
+        assert!(!pace.step_pending(&lua), "no script, no step");
+        pace.script_ran(&lua);
+        for i in 0..200 {
+            let _ = lua.create_table_from([(i, i)]);
+        }
+        let before = lua.used_memory();
+        assert!(pace.step_pending(&lua));
+        assert!(lua.used_memory() < before, "{} < {before}", lua.used_memory());
+        assert!(!pace.step_pending(&lua), "taken already");
     }
 }

@@ -1,5 +1,7 @@
-//! `used_memory_lua`: the bytes of every interpreter (one per thread that has
-//! run a script) summed per server. Each interpreter remembers what it last
+//! A server's Lua memory figures: `used_memory_lua` (EVAL's interpreters)
+//! and `used_memory_vm_functions` (the functions' interpreters), each the
+//! bytes of every interpreter of its kind (one per thread that has run such
+//! a script) summed per server. Each interpreter remembers what it last
 //! added to which server's total, moves it when it runs for another server
 //! (the embedded database's caller threads may serve several), and takes it
 //! back when its thread ends.
@@ -7,7 +9,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// A server's total (INFO `used_memory_lua`).
+/// A server's total (INFO `used_memory_lua` or `used_memory_vm_functions`).
 #[derive(Debug, Default)]
 pub struct LuaMemory(Arc<AtomicUsize>);
 

@@ -22,7 +22,8 @@
 //! - [`convert`]: reply ↔ Lua value conversions; [`call_args`]: `redis.call`
 //!   with thousands of arguments.
 //! - [`lua_gc`]: Redis's collection step every 50 scripts;
-//!   [`lua_memory`]: `used_memory_lua`, summed over the interpreters;
+//!   [`lua_memory`]: `used_memory_lua` (EVAL's interpreters) and
+//!   `used_memory_vm_functions` (the functions'), each summed over threads;
 //!   [`stale`]: releasing interpreters SCRIPT FLUSH left stale (and
 //!   libraries a registry change did) without waiting for a script.
 //! - [`run`]: running one script atomically (every shard held, or its
@@ -101,8 +102,11 @@ pub struct Scripting {
     pub busy: Arc<busy::Busy>,
     /// Scripts pending, and which workers are inside a batch of commands.
     pub quiesce: quiesce::Quiesce,
-    /// used_memory_lua: the bytes of every interpreter, summed.
+    /// used_memory_lua (used_memory_vm_eval): the bytes of every EVAL
+    /// interpreter, summed.
     pub lua_memory: lua_memory::LuaMemory,
+    /// used_memory_vm_functions: the bytes of every functions interpreter.
+    pub functions_memory: lua_memory::LuaMemory,
     /// The thread that runs clients' scripts.
     pub runner: runner::Runner,
     /// Held by the worker running a short script itself (see [`on_worker`]).
@@ -118,6 +122,7 @@ impl Scripting {
             busy: Arc::default(),
             quiesce: quiesce::Quiesce::new(workers),
             lua_memory: lua_memory::LuaMemory::default(),
+            functions_memory: lua_memory::LuaMemory::default(),
             runner: runner::Runner::default(),
             on_worker: parking_lot::Mutex::new(()),
             where_ran: speed::WhereScriptsRan::default(),
@@ -141,6 +146,14 @@ impl Scripting {
         let current = stale::Generations::of(self);
         self.runner.release_stale(current);
         stale::release(current);
+    }
+
+    /// The figure the interpreters of `engine` report to.
+    pub fn memory(&self, engine: lua_env::Engine) -> &lua_memory::LuaMemory {
+        match engine {
+            lua_env::Engine::Eval => &self.lua_memory,
+            lua_env::Engine::Functions => &self.functions_memory,
+        }
     }
 
     /// Whether a script is announced or running (checked before each command).

@@ -15,7 +15,7 @@ use super::callbacks::{CallState, Published};
 use super::convert::lua_to_reply;
 use super::key_scope::KeyScope;
 use super::library::Library;
-use super::lua_env::{with_env, LuaEnv};
+use super::lua_env::{with_env, Engine, LuaEnv};
 use crate::blocking::BlockState;
 use crate::client::{Client, ClientHandle};
 use crate::commands::Ctx;
@@ -361,12 +361,13 @@ struct Bounds<'r, 'k> {
 fn run_lua(ctx: &mut Ctx<'_>, request: &ScriptRequest, out: &mut ReplyWriter<'_>, bounds: Bounds<'_, '_>) -> Stopped {
     let scripting = &ctx.server.scripting;
     let generation = scripting.cache.generation();
-    let result = with_env(generation, |env| {
+    let engine = if request.function.is_some() { Engine::Functions } else { Engine::Eval };
+    let result = with_env(engine, generation, |env| {
         let stopped = call_script(env, ctx, request, out, bounds);
         env.gc_pace.script_ran(&env.lua);
         stopped
     });
-    super::lua_env::report_memory(&scripting.lua_memory);
+    super::lua_env::report_memory(engine, scripting.memory(engine));
     result.unwrap_or_else(|e| {
         out.error(&format!("ERR Error running script {}, {e}", request.sha));
         Stopped::No

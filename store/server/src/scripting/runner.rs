@@ -150,7 +150,14 @@ enum Work {
 fn serve(shared: &Shared) {
     while let Some(work) = next_work(shared) {
         match work {
-            Work::Round(round) => run_round(round),
+            Work::Round(round) => {
+                run_round(round);
+                if shared.queue.lock().jobs.is_empty() {
+                    // Idle: the garbage of the round's last scripts goes now
+                    // (see lua_env::collect_after_scripts).
+                    super::lua_env::collect_after_scripts();
+                }
+            }
             Work::Release(current) => stale::release(current),
         }
     }

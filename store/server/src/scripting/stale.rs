@@ -4,7 +4,7 @@
 //! SCRIPT FLUSH resets scripting as Redis's `scriptingReset` does: a thread
 //! whose interpreter belongs to an older script cache drops it (a new one is
 //! built when the thread next runs a script), and with it its share of
-//! `used_memory_lua`. A change to the function libraries (FUNCTION LOAD,
+//! `used_memory_lua` (or `used_memory_vm_functions`). A change to the function libraries (FUNCTION LOAD,
 //! DELETE, FLUSH, RESTORE) makes the libraries an interpreter loaded stale:
 //! it drops them and collects, keeping the rest (Redis keeps EVAL's
 //! interpreter then). Each worker checks on its housekeeping tick; the script

@@ -133,21 +133,39 @@ fn read_back(c: &mut Client) -> (Vec<(String, OwnedFrame)>, Idles) {
     (out, idles)
 }
 
+/// The wall-clock span around two readbacks: it opens before the first
+/// starts and closes after the second ends, so every idle time the second
+/// reads grew by at most its length over the first's. Measured on the clock
+/// the server computes idle times with (Unix milliseconds), whole
+/// milliseconds on both sides, so the bound needs no slack. (The span once
+/// opened after the first readback and allowed 2 ms: on a loaded machine the
+/// first readback's tail outlasted the second's by more, and an idle time
+/// read early in the first grew past it.)
+struct Span {
+    opened_ms: u64,
+}
+
+impl Span {
+    fn open() -> Span {
+        Span { opened_ms: unix_ms() }
+    }
+
+    /// The span's length in milliseconds, closing it now.
+    fn close(self) -> i64 {
+        unix_ms().saturating_sub(self.opened_ms) as i64
+    }
+}
+
 /// The state after the reload answers as before, and every idle time grew
-/// by at most the time that passed between the two readbacks.
-fn assert_same(
-    before: &(Vec<(String, OwnedFrame)>, Idles),
-    after: &(Vec<(String, OwnedFrame)>, Idles),
-    elapsed: Duration,
-) {
+/// by at most the span (see [`Span`]) around the two readbacks.
+fn assert_same(before: &(Vec<(String, OwnedFrame)>, Idles), after: &(Vec<(String, OwnedFrame)>, Idles), span_ms: i64) {
     for ((what, was), (_, now)) in before.0.iter().zip(&after.0) {
         assert_eq!(now, was, "{what}");
     }
     assert_eq!(before.0.len(), after.0.len());
     assert_eq!(before.1 .0.len(), after.1 .0.len(), "as many idle times");
-    let slack = elapsed.as_millis() as i64 + 2;
     for (was, now) in before.1 .0.iter().zip(&after.1 .0) {
-        assert!(*now >= *was && *now - *was <= slack, "idle {was} became {now} in {elapsed:?}");
+        assert!(*now >= *was && *now - *was <= span_ms, "idle {was} became {now} in a span of {span_ms} ms");
     }
 }
 
@@ -179,11 +197,11 @@ fn debug_reload_keeps_pending_entries_seen_times_and_counters() {
     let mut c = server.client();
     build(&mut c);
     assert_built_state(&mut c);
+    let span = Span::open();
     let before = read_back(&mut c);
-    let started = Instant::now();
     assert_eq!(c.cmd(&["DEBUG", "RELOAD"]), simple("OK"));
     let after = read_back(&mut c);
-    assert_same(&before, &after, started.elapsed());
+    assert_same(&before, &after, span.close());
     assert_built_state(&mut c);
 }
 
@@ -192,13 +210,13 @@ fn save_and_restart_keep_them_without_a_log() {
     let mut server = TestServer::start_with(|c| c.durability = Tier::None);
     let mut c = server.client();
     build(&mut c);
+    let span = Span::open();
     let before = read_back(&mut c);
-    let started = Instant::now();
     assert_eq!(c.cmd(&["SAVE"]), simple("OK"));
     server.restart_with(|c| c.durability = Tier::None);
     let mut c = server.client();
     let after = read_back(&mut c);
-    assert_same(&before, &after, started.elapsed());
+    assert_same(&before, &after, span.close());
     assert_built_state(&mut c);
 }
 
@@ -208,8 +226,8 @@ fn an_automatic_snapshot_and_a_restart_keep_them() {
     let mut server = TestServer::start_with(tweak);
     let mut c = server.client();
     build(&mut c);
+    let span = Span::open();
     let before = read_back(&mut c);
-    let started = Instant::now();
     let last = c.info_number("persistence", "cairn_last_lsn");
     let deadline = Instant::now() + Duration::from_secs(20);
     while c.info_number("persistence", "cairn_snapshot_lsn") < last {
@@ -220,7 +238,7 @@ fn an_automatic_snapshot_and_a_restart_keep_them() {
     let mut c = server.client();
     assert_eq!(c.info_number("persistence", "cairn_snapshot_lsn"), last, "loaded from the snapshot");
     let after = read_back(&mut c);
-    assert_same(&before, &after, started.elapsed());
+    assert_same(&before, &after, span.close());
 }
 
 #[test]
