@@ -176,6 +176,10 @@ impl ClientHandle {
 pub struct ClientRegistry {
     clients: Mutex<BTreeMap<u64, Arc<ClientHandle>>>,
     next_id: AtomicU64,
+    /// The connections whose buffers the sweep looks at (see
+    /// [`crate::client_buffers::sweep_list`]); a client leaves it when
+    /// it is unregistered.
+    pub buffer_sweep: crate::client_buffers::SweepList,
 }
 
 impl ClientRegistry {
@@ -189,6 +193,7 @@ impl ClientRegistry {
 
     pub fn unregister(&self, id: u64) {
         self.clients.lock().remove(&id);
+        self.buffer_sweep.leave(id);
     }
 
     pub fn len(&self) -> usize {

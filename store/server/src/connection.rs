@@ -16,7 +16,7 @@ use crate::admission::{admit, release, Registration};
 use crate::blocking::{BlockState, Waiter};
 use crate::client::Client;
 use crate::client_buffers::read::read_more;
-use crate::client_buffers::{BufferTuner, READ_CHUNK};
+use crate::client_buffers::{BufferTuner, ReplyGrowth, Tuning, READ_CHUNK};
 use crate::commands::timing::CommandClock;
 use crate::commands::{dispatch, Ctx};
 use crate::rebalance::{Carried, Moving};
@@ -209,8 +209,9 @@ pub(crate) async fn connection_loop<S: Stream>(
     // It fires on a kill, on a push queued in the inbox (client-side
     // caching) or when the buffer sweep asks for a tune.
     let handle = client.handle.clone();
-    let policy = &server.runtime.reply_buffer;
-    let (mut tuner, mut input, mut output) = BufferTuner::start(cairn_engine::clock::now_ms(), &handle.buffers);
+    let tuning = Tuning::of(server, &handle, stats);
+    let (mut tuner, mut input, mut output) =
+        BufferTuner::start(cairn_engine::clock::now_ms(), ReplyGrowth::PerBatch, &tuning);
     let signal = handle.signalled();
     tokio::pin!(signal);
     // After a blocked command ends, the rest of the pipeline runs before reading more.
@@ -233,7 +234,7 @@ pub(crate) async fn connection_loop<S: Stream>(
                 Wake::Read(0) => return Ok(End::Closed),
                 Wake::Read(n) => {
                     stats.net_input_bytes.add(n as u64);
-                    tuner.after_read(&input, &handle.buffers);
+                    tuner.after_read(&input, &tuning);
                 }
                 Wake::Signal | Wake::Messages => {
                     if matches!(wake, Wake::Signal) {
@@ -244,7 +245,7 @@ pub(crate) async fn connection_loop<S: Stream>(
                         if handle.buffers.tidy_requested() {
                             let now_ms = cairn_engine::clock::now_ms();
                             let idle_ms = now_ms.saturating_sub(handle.last_interaction_ms.load(Ordering::Relaxed));
-                            tuner.tune_idle(now_ms, idle_ms, &mut input, &mut output, &handle.buffers, policy);
+                            tuner.tune_idle(now_ms, idle_ms, &mut input, &mut output, &tuning);
                         }
                     }
                     if !write_messages(server, stream, client, stats, &mut output, &handle, signal.as_mut()).await? {
@@ -283,7 +284,7 @@ pub(crate) async fn connection_loop<S: Stream>(
         if !output.is_empty() {
             send(stream, &output).await?;
             stats.net_output_bytes.add(output.len() as u64);
-            tuner.after_reply(&mut output);
+            tuner.after_reply(&mut output, &tuning);
         }
         if std::mem::take(&mut client.pending_exec) {
             let Ok(reply) = crate::scripting::offload::with_client_elsewhere(server, stats, client, exec_here).await
@@ -357,7 +358,7 @@ pub(crate) async fn connection_loop<S: Stream>(
         }
         shrink_if_idle(&mut input);
         argv.release_if_large();
-        tuner.end_batch(now_ms, &mut input, &mut output, &handle.buffers, policy);
+        tuner.end_batch(now_ms, &mut input, &mut output, &tuning);
     }
 }
 

@@ -86,6 +86,10 @@ pub struct WorkerStats {
     pub keyspace_hits: LocalCounter,
     pub keyspace_misses: LocalCounter,
     pub error_replies: LocalCounter,
+    /// Reply buffers halved or doubled by their connection's tuner (INFO
+    /// `reply_buffer_shrinks`, `reply_buffer_expands`).
+    pub reply_buffer_shrinks: LocalCounter,
+    pub reply_buffer_expands: LocalCounter,
     pub per_command: Box<[CommandCounters]>,
     /// Error replies by their first word (INFO errorstats). Only touched when
     /// an error is sent.
@@ -103,6 +107,8 @@ impl WorkerStats {
             keyspace_hits: LocalCounter::default(),
             keyspace_misses: LocalCounter::default(),
             error_replies: LocalCounter::default(),
+            reply_buffer_shrinks: LocalCounter::default(),
+            reply_buffer_expands: LocalCounter::default(),
             per_command: (0..num_commands).map(|_| CommandCounters::default()).collect(),
             errors: Mutex::new(HashMap::new()),
         }
@@ -130,6 +136,8 @@ pub struct Totals {
     pub keyspace_hits: u64,
     pub keyspace_misses: u64,
     pub error_replies: u64,
+    pub reply_buffer_shrinks: u64,
+    pub reply_buffer_expands: u64,
     /// calls, usec, rejected, failed per command index.
     pub per_command: Vec<[u64; 4]>,
     pub errors: HashMap<String, u64>,
@@ -149,6 +157,8 @@ impl Totals {
             t.keyspace_hits += w.keyspace_hits.get();
             t.keyspace_misses += w.keyspace_misses.get();
             t.error_replies += w.error_replies.get();
+            t.reply_buffer_shrinks += w.reply_buffer_shrinks.get();
+            t.reply_buffer_expands += w.reply_buffer_expands.get();
             for (i, c) in w.per_command.iter().enumerate() {
                 let cell = &mut t.per_command[i];
                 cell[0] += c.calls.get();
@@ -177,6 +187,8 @@ impl Totals {
         sub(&mut self.keyspace_hits, baseline.keyspace_hits);
         sub(&mut self.keyspace_misses, baseline.keyspace_misses);
         sub(&mut self.error_replies, baseline.error_replies);
+        sub(&mut self.reply_buffer_shrinks, baseline.reply_buffer_shrinks);
+        sub(&mut self.reply_buffer_expands, baseline.reply_buffer_expands);
         for (cell, base) in self.per_command.iter_mut().zip(&baseline.per_command) {
             for (a, b) in cell.iter_mut().zip(base) {
                 sub(a, *b);

@@ -5,8 +5,8 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-/// Published buffer sizes of one connection (all 0 for a connection that
-/// does not publish them, e.g. the native protocol's).
+/// Published buffer sizes of one connection, RESP or native (all 0 for a
+/// client without a connection, e.g. a script's).
 #[derive(Debug, Default)]
 pub struct BufferGauges {
     query_len: AtomicUsize,

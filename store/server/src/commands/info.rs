@@ -316,6 +316,8 @@ fn stats_section(server: &Server, t: &Totals, out: &mut String) -> &'static str 
     field!(out, "tracking_total_prefixes", server.tracking.prefixes.len());
     field!(out, "total_error_replies", t.error_replies);
     field!(out, "total_reads_processed", t.commands);
+    field!(out, "reply_buffer_shrinks", t.reply_buffer_shrinks);
+    field!(out, "reply_buffer_expands", t.reply_buffer_expands);
     let scripts = &server.scripting.where_ran;
     field!(out, "cairn_scripts_on_worker", scripts.on_worker.load(Ordering::Relaxed));
     field!(out, "cairn_scripts_on_script_thread", scripts.on_script_thread.load(Ordering::Relaxed));

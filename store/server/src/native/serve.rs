@@ -2,7 +2,10 @@
 //! them all, wait until their writes are durable when asked (or in the
 //! `sync` tier), and answer the whole batch with one write. Between two
 //! batches, with nothing unread, a connection may move to another worker
-//! (`crate::rebalance`), taking its session along.
+//! (`crate::rebalance`), taking its session along. Its input and reply
+//! buffers are sized, published (CLIENT LIST `qbuf`, `qbuf-free`, `rbs`,
+//! `rbp`, `tot-mem`) and given back when idle by the same
+//! [`crate::client_buffers`] machinery as a RESP connection's.
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -18,14 +21,12 @@ use super::handshake::greet;
 use super::session::Session;
 use crate::admission::{admit, Registration};
 use crate::client::Client;
+use crate::client_buffers::{BufferTuner, ReplyGrowth, Tuning};
 use crate::commands::timing::CommandClock;
 use crate::connection::{finish, may_move, read_with_timeout, shrink_if_idle, End};
 use crate::rebalance::Carried;
 use crate::server::Server;
 use crate::stats::WorkerStats;
-
-/// Smallest free space kept in the read buffer before a read.
-const READ_CHUNK: usize = 16 * 1024;
 
 /// Why a native connection ended early.
 #[derive(Debug, thiserror::Error)]
@@ -86,6 +87,8 @@ struct Pass {
     wait_script: bool,
     /// The next frame calls a script: run the rest of the input on a blocking thread.
     offload: bool,
+    /// The pass's clock (ms).
+    now_ms: u64,
 }
 
 async fn connection_loop(
@@ -96,19 +99,18 @@ async fn connection_loop(
     stats: &Arc<WorkerStats>,
     worker: usize,
 ) -> Result<End, NativeEnd> {
-    let mut input: Vec<u8> = Vec::with_capacity(READ_CHUNK);
-    let mut output: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let handle = client.handle.clone();
-    // Fires on a kill (nothing is pushed to native connections: they do
-    // not accept pushes, see `ClientHandle::accepts_pushes`).
+    let tuning = Tuning::of(server, &handle, stats);
+    let (mut tuner, mut input, mut output) =
+        BufferTuner::start(cairn_engine::clock::now_ms(), ReplyGrowth::Kept, &tuning);
+    // Fires on a kill, or when the buffer sweep asks for a tune (nothing is
+    // pushed to native connections: they do not accept pushes, see
+    // `ClientHandle::accepts_pushes`).
     let signal = handle.signalled();
     tokio::pin!(signal);
     // Frames left unexecuted after a pass (script pending, or offloaded) run before reading more.
     let mut resume = Resume::Read;
     loop {
-        if input.capacity() - input.len() < READ_CHUNK / 4 {
-            input.reserve(READ_CHUNK.max(input.len()));
-        }
         if resume == Resume::Read {
             if input.is_empty() && session.greeted && may_move(client) {
                 if let Some(to) = server.rebalance.claim_move(worker) {
@@ -122,6 +124,9 @@ async fn connection_loop(
                         return Ok(End::Closed);
                     }
                     signal.set(handle.signalled());
+                    if handle.buffers.tidy_requested() {
+                        tune_idle(&mut tuner, &mut input, &mut output, session, &tuning);
+                    }
                     continue;
                 }
                 read = read_with_timeout(server, stream, &mut input, true) => read?,
@@ -130,15 +135,18 @@ async fn connection_loop(
                 return Ok(End::Closed);
             }
             stats.net_input_bytes.add(read as u64);
+            tuner.after_read(&input, &tuning);
         }
         let pass = match std::mem::replace(&mut resume, Resume::Read) {
             Resume::Offload => {
-                let Ok((pass, moved_session, moved_output)) =
+                let Ok((pass, moved_session, mut replies)) =
                     execute_elsewhere(server, stats, client, std::mem::take(session), &input).await
                 else {
                     return Ok(End::Closed);
                 };
-                (*session, output) = (moved_session, moved_output);
+                *session = moved_session;
+                // Into the reply buffer, whose size the tuner keeps.
+                output.append(&mut replies);
                 pass
             }
             _ => execute_frames(server, client, stats, session, &input, &mut output),
@@ -151,7 +159,7 @@ async fn connection_loop(
         if !output.is_empty() {
             stream.write_all(&output).await?;
             stats.net_output_bytes.add(output.len() as u64);
-            output.clear();
+            tuner.after_reply(&mut output, &tuning);
         }
         if pass.close {
             return Ok(End::Closed);
@@ -172,8 +180,26 @@ async fn connection_loop(
             return Err(NativeEnd::QueryBufferLimit(input.len()));
         }
         shrink_if_idle(&mut input);
-        shrink_if_idle(&mut output);
         shrink_if_idle(&mut session.scratch);
+        tuner.end_batch(pass.now_ms, &mut input, &mut output, &tuning);
+    }
+}
+
+/// The tune the buffer sweep asked of this idle connection; once its input
+/// buffer is given back, the session's scratch buffer goes too (CLIENT LIST
+/// does not show it, see [`Session::scratch`]).
+fn tune_idle(
+    tuner: &mut BufferTuner,
+    input: &mut Vec<u8>,
+    output: &mut Vec<u8>,
+    session: &mut Session,
+    tuning: &Tuning<'_>,
+) {
+    let now_ms = cairn_engine::clock::now_ms();
+    let idle_ms = now_ms.saturating_sub(tuning.handle.last_interaction_ms.load(Ordering::Relaxed));
+    tuner.tune_idle(now_ms, idle_ms, input, output, tuning);
+    if input.capacity() == 0 {
+        session.scratch = Vec::new();
     }
 }
 
@@ -248,7 +274,7 @@ fn execute_frames(
     let _executing = server.scripting.enter_batch(client);
     let now_ms = cairn_engine::clock::now_ms();
     let mut exec = Exec { server, client, stats, session, now_ms, clock: CommandClock::start() };
-    let mut pass = Pass { consumed: 0, durable: false, close: false, wait_script: false, offload: false };
+    let mut pass = Pass { consumed: 0, durable: false, close: false, wait_script: false, offload: false, now_ms };
     while pass.consumed < input.len() && !pass.close {
         let (frame, used) = match decode_frame(&input[pass.consumed..], &limits) {
             Ok(Decoded::Incomplete) => break,

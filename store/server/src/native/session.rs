@@ -6,7 +6,11 @@
 #[derive(Debug)]
 pub struct Session {
     /// The dispatcher writes each command's RESP3 reply here; it is then
-    /// translated into the output buffer and cleared.
+    /// translated into the output buffer and cleared. Not one of the
+    /// buffers CLIENT LIST shows (Redis has no such buffer): it holds one
+    /// reply at a time, shrinks when empty above 1 MiB, and is freed with
+    /// the input buffer when the connection is idle (it grows back with
+    /// the next reply).
     pub scratch: Vec<u8>,
     /// The argv vector's allocation, recycled between requests.
     pub spare: Vec<&'static [u8]>,

@@ -1,13 +1,18 @@
 //! Integration tests of a connection's buffer accounting and release: the
 //! `qbuf`, `qbuf-free`, `rbs` and `rbp` fields CLIENT LIST shows for any
 //! client, the release of an idle client's buffers, the busy resizing of
-//! Redis 7.0's `unit/querybuf` and `unit/replybufsize`, and DEBUG
-//! REPLYBUFFER. Expected values are redis-server 7.0.15's (its buffer
-//! capacities are allocator sizes, so only their bounds are compared).
+//! Redis 7.0's `unit/querybuf` and `unit/replybufsize`, DEBUG
+//! REPLYBUFFER, INFO stats `reply_buffer_shrinks`/`reply_buffer_expands`,
+//! and the same accounting for native-protocol connections. Expected values
+//! are redis-server 7.0.15's (its buffer capacities are allocator sizes, so
+//! only their bounds are compared).
 
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use crate::common::*;
+use cairn_native::{decode_frame, encode, Body, Decoded, Limits, OpRef, Outcome, Value};
 use redis_protocol::resp3::types::OwnedFrame;
 
 /// The buffer fields of the client named `name` in CLIENT LIST.
@@ -31,11 +36,21 @@ fn field(line: &str, name: &str) -> u64 {
     value.unwrap_or_else(|| panic!("no {name} in {line}")).parse().expect("a number")
 }
 
-fn buffers_of(observer: &mut Client, name: &str) -> Buffers {
+/// The CLIENT LIST line of the client named `name`.
+fn line_of(observer: &mut Client, name: &str) -> String {
     let OwnedFrame::BlobString { data, .. } = observer.cmd(&["CLIENT", "LIST"]) else { panic!("a bulk string") };
     let text = String::from_utf8_lossy(&data).into_owned();
     let needle = format!(" name={name} ");
     let line = text.lines().find(|l| l.contains(&needle)).unwrap_or_else(|| panic!("no client {name} in {text}"));
+    line.to_string()
+}
+
+fn buffers_of(observer: &mut Client, name: &str) -> Buffers {
+    buffers_in(&line_of(observer, name))
+}
+
+/// The buffer fields of one CLIENT LIST line.
+fn buffers_in(line: &str) -> Buffers {
     Buffers {
         qbuf: field(line, "qbuf"),
         qbuf_free: field(line, "qbuf-free"),
@@ -194,4 +209,145 @@ fn debug_replybuffer_arguments() {
     for value in ["abc", "1"] {
         assert_eq!(c.cmd(&["DEBUG", "REPLYBUFFER", "RESIZING", value]), simple("OK"));
     }
+}
+
+/// INFO stats (reply_buffer_shrinks, reply_buffer_expands).
+fn resizes(c: &mut Client) -> (u64, u64) {
+    (c.info_number("stats", "reply_buffer_shrinks"), c.info_number("stats", "reply_buffer_expands"))
+}
+
+#[test]
+fn info_stats_count_reply_buffer_resizes_and_resetstat_clears_them() {
+    let server = TestServer::start();
+    let mut admin = server.client();
+    let OwnedFrame::BlobString { data, .. } = admin.cmd(&["INFO", "stats"]) else { panic!("INFO reply") };
+    let text = String::from_utf8_lossy(&data).into_owned();
+    let names: Vec<&str> = text.lines().filter_map(|l| l.split_once(':').map(|(name, _)| name)).collect();
+    // Where Redis 7.0.15 puts them: after total_reads_processed (and the
+    // I/O-thread fields Cairn does not have), shrinks first.
+    let at = |field: &str| names.iter().position(|n| *n == field).unwrap_or_else(|| panic!("no {field} in {text}"));
+    assert!(at("total_reads_processed") < at("reply_buffer_shrinks"));
+    assert_eq!(at("reply_buffer_shrinks") + 1, at("reply_buffer_expands"));
+    // A new idle client's reply buffer goes from 16 KiB to 1 KiB: one
+    // shrink (redis-server 7.0.15 counts exactly one per such client).
+    let (shrinks_before, _) = resizes(&mut admin);
+    let _idle = named(&server, "idle");
+    wait_for(&mut admin, "idle", Duration::from_secs(2), |b| b.rbs == 1024);
+    let (shrinks, _) = resizes(&mut admin);
+    assert!(shrinks > shrinks_before, "{shrinks} after {shrinks_before}");
+    // A client fetching 32 KiB values from a 1 KiB buffer: four expands
+    // (1 to 2, 4, 8 and 16 KiB), as redis-server 7.0.15 counts them.
+    assert_eq!(admin.cmd(&["SET", "bigval", &"x".repeat(32_768)]), simple("OK"));
+    let mut reader = named(&server, "reader");
+    wait_for(&mut admin, "reader", Duration::from_secs(2), |b| b.rbs == 1024);
+    assert_eq!(admin.cmd(&["DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "never"]), simple("OK"));
+    let (_, expands_before) = resizes(&mut admin);
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while buffers_of(&mut admin, "reader").rbs < 16_384 {
+        assert!(Instant::now() < deadline, "the reply buffer never reached 16 KiB");
+        let OwnedFrame::BlobString { data, .. } = reader.cmd(&["GET", "bigval"]) else { panic!("the value") };
+        assert_eq!(data.len(), 32_768);
+        std::thread::sleep(Duration::from_millis(110));
+    }
+    let (_, expands) = resizes(&mut admin);
+    assert!(expands >= expands_before + 4, "{expands} after {expands_before}");
+    // With resizing off nothing moves, so the reset counts stay at zero.
+    assert_eq!(admin.cmd(&["DEBUG", "REPLYBUFFER", "RESIZING", "0"]), simple("OK"));
+    assert_eq!(admin.cmd(&["CONFIG", "RESETSTAT"]), simple("OK"));
+    assert_eq!(resizes(&mut admin), (0, 0));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(resizes(&mut admin), (0, 0));
+    assert_eq!(admin.cmd(&["DEBUG", "REPLYBUFFER", "RESIZING", "1"]), simple("OK"));
+    assert_eq!(admin.cmd(&["DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "reset"]), simple("OK"));
+}
+
+/// A native-protocol connection past its handshake.
+struct Native {
+    stream: TcpStream,
+    input: Vec<u8>,
+}
+
+impl Native {
+    /// Connects and says HELLO with the client name `name`.
+    fn connect(server: &TestServer, name: &str) -> Native {
+        let addr = server.running.as_ref().expect("running").native_addr.expect("a native port");
+        let stream = TcpStream::connect(addr).expect("connect");
+        stream.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+        let mut native = Native { stream, input: Vec::new() };
+        let mut hello = Vec::new();
+        encode::hello(&mut hello, 1, 1, &[(cairn_native::hello::option::NAME, name.as_bytes())]);
+        native.stream.write_all(&hello).expect("write");
+        assert!(matches!(native.read_body(), Reply::HelloOk), "HELLO answered");
+        native
+    }
+
+    /// GET `key`: the value's length (`None`: no value).
+    fn get_len(&mut self, key: &str) -> Option<usize> {
+        let mut frame = Vec::new();
+        encode::request(&mut frame, 2, 0, &OpRef::Get { key: key.as_bytes() });
+        self.stream.write_all(&frame).expect("write");
+        match self.read_body() {
+            Reply::Value(len) => len,
+            other => panic!("GET answered {other:?}"),
+        }
+    }
+
+    fn read_body(&mut self) -> Reply {
+        let mut chunk = [0u8; 16_384];
+        loop {
+            if let Ok(Decoded::Complete { frame, consumed }) = decode_frame(&self.input, &Limits::default()) {
+                let reply = match frame.body {
+                    Body::HelloOk(_) => Reply::HelloOk,
+                    Body::Reply(Outcome::Ok(Value::Bytes(bytes))) => Reply::Value(Some(bytes.len())),
+                    Body::Reply(Outcome::Ok(_)) => Reply::Value(None),
+                    _ => Reply::Other,
+                };
+                self.input.drain(..consumed);
+                return reply;
+            }
+            let n = self.stream.read(&mut chunk).expect("a native reply before the timeout");
+            assert!(n > 0, "the server closed the native connection");
+            self.input.extend_from_slice(&chunk[..n]);
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Reply {
+    HelloOk,
+    /// A value: its length if it is a string.
+    Value(Option<usize>),
+    Other,
+}
+
+#[test]
+fn a_native_connection_shows_its_buffers_and_gives_them_back_when_idle() {
+    let server = TestServer::start();
+    let mut observer = server.client();
+    let started = Instant::now();
+    let mut native = Native::connect(&server, "native");
+    let line = line_of(&mut observer, "native");
+    let fresh = buffers_in(&line);
+    assert_eq!(fresh.qbuf, 0);
+    assert!((16_384..32_768).contains(&fresh.query_total()), "{line}");
+    assert!(fresh.rbs >= 1024 && fresh.rbp <= fresh.rbs, "{line}");
+    assert!(field(&line, "tot-mem") >= fresh.query_total() + fresh.rbs, "{line}");
+    assert_eq!(field(&line, "resp"), 3, "{line}");
+    // Idle: the reply buffer shrinks to 1 KiB, and after 2 s the input buffer goes.
+    let released = wait_for(&mut observer, "native", Duration::from_secs(4), |b| b.query_total() == 0 && b.rbs == 1024);
+    assert!(started.elapsed() >= Duration::from_millis(1_900), "released after {:?}", started.elapsed());
+    assert_eq!(released.rbp, 0);
+    let fresh_total = field(&line, "tot-mem");
+    let released_line = line_of(&mut observer, "native");
+    let released_total = field(&released_line, "tot-mem");
+    assert!(released_total + fresh.query_total() <= fresh_total, "tot-mem kept the buffers: {released_line}");
+    // The next request gets an input buffer again; a 40 KB reply grows the
+    // reply buffer, which keeps that size (no allocation per batch).
+    assert_eq!(observer.cmd(&["SET", "big", &"v".repeat(40_000)]), simple("OK"));
+    assert_eq!(native.get_len("big"), Some(40_000));
+    let back = buffers_of(&mut observer, "native");
+    assert!(back.query_total() >= 16_384, "{back:?}");
+    assert!(back.rbs >= 40_000, "{back:?}");
+    assert_eq!(native.get_len("big"), Some(40_000));
+    assert_eq!(buffers_of(&mut observer, "native").rbs, back.rbs);
 }
