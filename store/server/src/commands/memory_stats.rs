@@ -28,6 +28,7 @@ use std::sync::atomic::Ordering;
 
 use cairn_protocol::ReplyWriter;
 
+use crate::allocator::HeapStats;
 use crate::commands::{CmdResult, Ctx};
 use crate::server::Server;
 
@@ -45,27 +46,16 @@ pub(crate) struct Breakdown {
     pub dbs: Vec<(usize, u64, u64)>,
     pub keys: u64,
     pub rss: u64,
-    pub heap: Heap,
+    pub heap: HeapStats,
 }
 
-/// The allocator's figures: jemalloc's, or derived from the RSS.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Heap {
-    pub allocated: u64,
-    pub active: u64,
-    pub resident: u64,
-}
-
-impl Heap {
-    fn measure(total: u64, rss: u64, lua_vm: u64) -> Heap {
-        match crate::allocator::heap_stats() {
-            Some(h) => Heap { allocated: h.allocated, active: h.active, resident: h.resident },
-            None => {
-                let resident = rss.saturating_sub(lua_vm).max(1);
-                Heap { allocated: total, active: resident, resident }
-            }
-        }
-    }
+/// The allocator's figures: jemalloc's, or, on another allocator, derived
+/// as Redis derives them without jemalloc.
+fn heap_figures(total: u64, rss: u64, lua_vm: u64) -> HeapStats {
+    crate::allocator::heap_stats().unwrap_or_else(|| {
+        let resident = rss.saturating_sub(lua_vm).max(1);
+        HeapStats { allocated: total, active: resident, resident }
+    })
 }
 
 impl Breakdown {
@@ -96,7 +86,7 @@ impl Breakdown {
             dbs,
             keys,
             rss,
-            heap: Heap::measure(total, rss, lua_vm),
+            heap: heap_figures(total, rss, lua_vm),
         }
     }
 
